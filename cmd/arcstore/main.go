@@ -1,0 +1,161 @@
+// Command arcstore is the storage sidecar: it takes Arrow record batches
+// from the arc exporter over Arrow Flight, makes them durable in a
+// write-ahead log before acknowledging, and writes hive-partitioned Parquet.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+
+	"github.com/arc-otel/arc-otel/receiver"
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+type config struct {
+	dataDir        string
+	grpcAddr       string
+	httpAddr       string
+	flushInterval  time.Duration
+	compression    string
+	maxBufferBytes int64
+	flushBytes     int64
+	logFormat      string
+	logLevel       string
+	shutdownWait   time.Duration
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("arcstore", flag.ContinueOnError)
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the WAL and the Parquet files")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", "127.0.0.1:8815", "Arrow Flight (gRPC) listen address")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready)")
+	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
+	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
+	fs.Int64Var(&c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this many bytes are buffered")
+	fs.Int64Var(&c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered bytes past which writes are refused with RESOURCE_EXHAUSTED")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for open streams before closing them")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c, nil
+}
+
+func newLogger(c config) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: want text or json", c.logFormat)
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "arcstore:", err)
+		os.Exit(2)
+	}
+	log, err := newLogger(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "arcstore:", err)
+		os.Exit(2)
+	}
+	if err := run(c, log); err != nil {
+		log.Error("arcstore stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config, log *slog.Logger) error {
+	mem := memory.DefaultAllocator
+	store, err := storage.Open(storage.Options{
+		DataDir:        c.dataDir,
+		Compression:    c.compression,
+		FlushInterval:  c.flushInterval,
+		FlushBytes:     c.flushBytes,
+		MaxBufferBytes: c.maxBufferBytes,
+		Logger:         log,
+		Allocator:      mem,
+	})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	grpcLis, err := net.Listen("tcp", c.grpcAddr)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("listen grpc: %w", err)
+	}
+	httpLis, err := net.Listen("tcp", c.httpAddr)
+	if err != nil {
+		grpcLis.Close()
+		store.Close()
+		return fmt.Errorf("listen http: %w", err)
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem})
+	hs := &http.Server{Handler: receiver.NewHTTPHandler(store), ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(grpcLis) }()
+	go func() { errc <- hs.Serve(httpLis) }()
+	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sig:
+		log.Info("shutting down: flushing every buffered row", "signal", s.String())
+	case err := <-errc:
+		log.Error("server failed; shutting down", "error", err)
+	}
+	return shutdown(c, log, gs, hs, store)
+}
+
+// shutdown stops taking batches, waits for open streams up to a deadline,
+// then flushes everything buffered to Parquet.
+func shutdown(c config, log *slog.Logger, gs *grpc.Server, hs *http.Server, store *storage.Store) error {
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.shutdownWait):
+		log.Warn("open streams did not finish in time; closing them", "timeout", c.shutdownWait)
+		gs.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(ctx)
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("final flush: %w (the rows stay in the WAL and replay on the next start)", err)
+	}
+	log.Info("arcstore stopped cleanly")
+	return nil
+}

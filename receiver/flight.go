@@ -1,0 +1,94 @@
+package receiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// FlightServer implements DoPut of the Arrow Flight service.
+type FlightServer struct {
+	flight.BaseFlightServer
+	Store *storage.Store
+	Log   *slog.Logger
+	Mem   memory.Allocator
+}
+
+// DoPut stores each record batch of the stream and acknowledges it once it
+// is durable. Batches are taken one at a time so that an error ends the
+// stream right after the last acknowledged batch: the client knows exactly
+// what was kept. Concurrent streams share WAL fsyncs.
+func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	database, table, err := arcflight.ParseDescriptor(first.FlightDescriptor)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := storage.CheckName("database", database); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	t, err := storage.LookupTable(table)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	schemaFrame := arcflight.AppendFrame(nil, first.DataHeader, first.DataBody)
+	ctx := stream.Context()
+	for seq := uint64(0); ; seq++ {
+		fd, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.put(ctx, database, t, schemaFrame, fd, seq); err != nil {
+			s.Log.Warn("batch rejected", "database", database, "table", table, "batch", seq, "error", err)
+			return err
+		}
+		if err := stream.Send(&flight.PutResult{AppMetadata: arcflight.AckMetadata(seq)}); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) error {
+	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)
+	payload = append(payload, schemaFrame...)
+	payload = arcflight.AppendEOS(arcflight.AppendFrame(payload, fd.DataHeader, fd.DataBody))
+	rec, err := arcflight.DecodeRecord(payload, s.Mem)
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+	}
+	defer rec.Release()
+	if err := t.Check(rec); err != nil {
+		return status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
+	}
+	if err := s.Store.Append(ctx, database, t, payload, rec); err != nil {
+		return appendStatus(err, seq)
+	}
+	return nil
+}
+
+func appendStatus(err error, seq uint64) error {
+	msg := fmt.Sprintf("batch %d not stored: %v", seq, err)
+	switch {
+	case errors.Is(err, storage.ErrBackpressure):
+		return status.Error(codes.ResourceExhausted, msg)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.Canceled, msg)
+	}
+	return status.Error(codes.Unavailable, msg)
+}

@@ -1,0 +1,81 @@
+package storage
+
+import (
+	"io"
+	"os"
+)
+
+// File is the part of *os.File that storage uses. Tests wrap it to inject
+// short writes and fsync failures.
+type File interface {
+	io.Writer
+	io.Reader
+	Sync() error
+	Close() error
+	Truncate(size int64) error
+	Seek(offset int64, whence int) (int64, error)
+	Name() string
+}
+
+// FS is the file system storage works on.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	Rename(oldpath, newpath string) error
+	Remove(name string) error
+	MkdirAll(path string, perm os.FileMode) error
+	ReadDir(name string) ([]os.DirEntry, error)
+	ReadFile(name string) ([]byte, error)
+	// SyncDir makes the directory's entries durable: after a rename or a
+	// create, the name survives a crash only once its directory is synced.
+	SyncDir(name string) error
+}
+
+// OSFS is the real file system.
+type OSFS struct{}
+
+func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	return os.OpenFile(name, flag, perm)
+}
+func (OSFS) Rename(oldpath, newpath string) error          { return os.Rename(oldpath, newpath) }
+func (OSFS) Remove(name string) error                      { return os.Remove(name) }
+func (OSFS) MkdirAll(path string, perm os.FileMode) error  { return os.MkdirAll(path, perm) }
+func (OSFS) ReadDir(name string) ([]os.DirEntry, error)    { return os.ReadDir(name) }
+func (OSFS) ReadFile(name string) ([]byte, error)          { return os.ReadFile(name) }
+
+func (OSFS) SyncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeFileAtomic writes data to path so that a crash leaves either the old
+// content or the new, never a mix: temp file, fsync, rename, fsync the
+// directory.
+func writeFileAtomic(fsys FS, path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dirOf(path))
+}

@@ -1,0 +1,81 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// flushIntent is the redo record of a flush. Written after every temp file
+// is durable and before the first rename, it lets recovery finish a flush
+// that a crash interrupted, so the WAL segments it covers are never replayed
+// into a second copy of the rows.
+type flushIntent struct {
+	// LastSeq is the last WAL segment whose rows the files hold.
+	LastSeq uint64        `json:"last_seq"`
+	Files   []publishStep `json:"files"`
+}
+
+// publishStep moves a durable temp file to its final name.
+type publishStep struct {
+	Temp  string `json:"temp"`
+	Final string `json:"final"`
+}
+
+func (s *Store) intentPath() string { return filepath.Join(s.sysDir, intentName) }
+
+func (s *Store) writeIntent(in *flushIntent) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode flush intent: %w", err)
+	}
+	if err := writeFileAtomic(s.fs, s.intentPath(), data); err != nil {
+		return fmt.Errorf("write flush intent: %w", err)
+	}
+	return nil
+}
+
+// publish renames every temp file of the intent into place, fsyncs the
+// directories it touched, then drops the WAL segments and the intent. It is
+// idempotent: a step whose temp file is gone was done before a crash.
+func (s *Store) publish(in *flushIntent) error {
+	dirs := map[string]bool{}
+	for _, st := range in.Files {
+		err := s.fs.Rename(st.Temp, st.Final)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("publish %s: %w", st.Final, err)
+		}
+		dirs[filepath.Dir(st.Final)] = true
+	}
+	for d := range dirs {
+		if err := s.fs.SyncDir(d); err != nil {
+			return fmt.Errorf("sync partition dir: %w", err)
+		}
+	}
+	if err := s.wal.removeThrough(in.LastSeq); err != nil {
+		return err
+	}
+	if err := s.fs.Remove(s.intentPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove flush intent: %w", err)
+	}
+	return s.fs.SyncDir(s.sysDir)
+}
+
+// recoverIntent finishes a flush that a crash interrupted.
+func (s *Store) recoverIntent() error {
+	data, err := s.fs.ReadFile(s.intentPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read flush intent: %w", err)
+	}
+	var in flushIntent
+	if err := json.Unmarshal(data, &in); err != nil {
+		return fmt.Errorf("decode flush intent: %w", err)
+	}
+	s.log.Info("finishing an interrupted flush", "files", len(in.Files), "last_wal_segment", in.LastSeq)
+	return s.publish(&in)
+}

@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Layout of the data directory. Directories the sidecar keeps for itself
+// start with an underscore, which Hive-style readers (Spark, DuckDB's
+// hive_partitioning, pyarrow) skip.
+const (
+	systemDirName = "_arcstore"
+	walDirName    = "wal"
+	tmpDirName    = "tmp"
+	intentName    = "flush-intent.json"
+	parquetExt    = ".parquet"
+	hourNanos     = int64(time.Hour)
+)
+
+// ErrBadName reports a database or table name that is not a safe directory
+// name.
+var ErrBadName = errors.New("name must match [A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
+
+// CheckName rejects names that could escape the data directory or collide
+// with the sidecar's own directories.
+func CheckName(kind, name string) error {
+	if !nameRE.MatchString(name) || name == systemDirName {
+		return fmt.Errorf("%s %q: %w", kind, name, ErrBadName)
+	}
+	return nil
+}
+
+// partKey names one partition: a table of a database and one UTC hour.
+type partKey struct {
+	database string
+	table    string
+	hour     int64 // hours since the Unix epoch, floored
+}
+
+func hourOf(ns int64) int64 {
+	h := ns / hourNanos
+	if ns%hourNanos < 0 {
+		h--
+	}
+	return h
+}
+
+// dir returns the partition's directory: date=YYYY-MM-DD/hour=H with an
+// unpadded hour, which engines read as an integer (hour=09 reads as text).
+func (k partKey) dir(dataDir string) string {
+	t := time.Unix(0, k.hour*hourNanos).UTC()
+	return filepath.Join(dataDir, k.database, k.table,
+		"date="+t.Format(time.DateOnly), "hour="+strconv.Itoa(t.Hour()))
+}
+
+// split groups the rows of rec by the UTC hour of its time column. The
+// common case, every row in one hour, returns that hour with nil rows.
+func split(rec arrow.RecordBatch, timeCol int) (hours []int64, rows [][]int32) {
+	ts := rec.Column(timeCol).(*array.Timestamp).Values()
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	first := hourOf(int64(ts[0]))
+	i := 1
+	for i < len(ts) && hourOf(int64(ts[i])) == first {
+		i++
+	}
+	if i == len(ts) {
+		return []int64{first}, [][]int32{nil}
+	}
+	index := map[int64]int{}
+	for r, t := range ts {
+		h := hourOf(int64(t))
+		k, ok := index[h]
+		if !ok {
+			k = len(hours)
+			index[h] = k
+			hours = append(hours, h)
+			rows = append(rows, nil)
+		}
+		rows[k] = append(rows[k], int32(r))
+	}
+	return hours, rows
+}

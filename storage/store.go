@@ -1,0 +1,419 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
+)
+
+// Options configure a Store. Zero values take the defaults below.
+type Options struct {
+	DataDir string
+	// Compression of Parquet files: zstd (default), snappy or none.
+	Compression string
+	// FlushInterval bounds how long an acknowledged row waits before it is
+	// in a Parquet file.
+	FlushInterval time.Duration
+	// FlushBytes starts a flush early once this much is buffered.
+	FlushBytes int64
+	// MaxBufferBytes is the ceiling of buffered data (the generation being
+	// filled plus the one being flushed); past it Append answers
+	// ErrBackpressure instead of growing.
+	MaxBufferBytes int64
+	RowGroupRows   int64
+	Logger         *slog.Logger
+	FS             FS
+	Allocator      memory.Allocator
+}
+
+// Defaults.
+const (
+	DefaultFlushInterval  = 10 * time.Second
+	DefaultFlushBytes     = 64 << 20
+	DefaultMaxBufferBytes = 256 << 20
+	maxGroup              = 256
+)
+
+// Errors Append returns that a client should retry.
+var (
+	ErrBackpressure = errors.New("sidecar buffer is full; retry later")
+	ErrClosed       = errors.New("sidecar is shutting down")
+)
+
+// Store is the durable storage engine of the sidecar.
+type Store struct {
+	opts   Options
+	fs     FS
+	log    *slog.Logger
+	mem    memory.Allocator
+	dir    string
+	sysDir string
+	tmpDir string
+	wal    *wal
+
+	appends chan *appendReq
+	rotates chan chan *generation
+	flushCh chan struct{}
+	quit    chan struct{}
+	wg      sync.WaitGroup
+
+	gen      *generation // owned by the committer goroutine
+	group    []*appendReq
+	scratch  []byte
+	buffered atomic.Int64 // bytes in every generation not yet released
+	closing  atomic.Bool
+	closeMu  sync.RWMutex // Append holds it shared so Close can wait them out
+
+	flushMu  sync.Mutex
+	pending  *pendingFlush // a failed flush, retried before the next one
+	madeDirs map[string]bool
+}
+
+type appendReq struct {
+	database string
+	table    *Table
+	ipc      []byte
+	rec      arrow.RecordBatch
+	done     chan error
+}
+
+// Open recovers the data directory (finishing an interrupted flush and
+// replaying the WAL) and starts the store.
+func Open(opts Options) (*Store, error) {
+	opts = withDefaults(opts)
+	if _, err := parquetfile.Codec(opts.Compression); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opts:     opts,
+		fs:       opts.FS,
+		log:      opts.Logger,
+		mem:      opts.Allocator,
+		dir:      opts.DataDir,
+		sysDir:   filepath.Join(opts.DataDir, systemDirName),
+		appends:  make(chan *appendReq, maxGroup),
+		rotates:  make(chan chan *generation),
+		flushCh:  make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+		gen:      newGeneration(),
+		madeDirs: map[string]bool{},
+	}
+	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
+	s.wal = &wal{fs: s.fs, dir: filepath.Join(s.sysDir, walDirName), log: s.log}
+	if err := s.recover(); err != nil {
+		s.gen.release()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.commitLoop()
+	go s.flushLoop()
+	return s, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.DataDir == "" {
+		o.DataDir = "data"
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.FlushBytes <= 0 {
+		o.FlushBytes = DefaultFlushBytes
+	}
+	if o.MaxBufferBytes <= 0 {
+		o.MaxBufferBytes = DefaultMaxBufferBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	return o
+}
+
+func (s *Store) recover() error {
+	for _, d := range []string{s.wal.dir, s.tmpDir} {
+		if err := s.fs.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if err := s.recoverIntent(); err != nil {
+		return err
+	}
+	if err := s.clearTmp(); err != nil {
+		return err
+	}
+	seqs, err := segments(s.fs, s.wal.dir)
+	if err != nil {
+		return err
+	}
+	var last uint64
+	replayed := 0
+	for _, seq := range seqs {
+		err := replaySegment(s.fs, s.wal.dir, seq, s.log, func(e walEntry) error {
+			replayed++
+			return s.replayEntry(e)
+		})
+		if err != nil {
+			return err
+		}
+		last = seq
+	}
+	if replayed > 0 {
+		s.log.Info("replayed the write-ahead log", "segments", len(seqs), "batches", replayed, "rows", s.gen.rows)
+		s.requestFlush()
+	}
+	s.gen.lastSeq = last
+	return s.wal.openSegment(last + 1)
+}
+
+func (s *Store) replayEntry(e walEntry) error {
+	t, err := LookupTable(e.table)
+	if err != nil {
+		return err
+	}
+	rec, err := arcflight.DecodeRecord(e.ipc, s.mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if err := t.Check(rec); err != nil {
+		return err
+	}
+	s.gen.add(e.database, t, rec, len(e.ipc))
+	s.buffered.Add(int64(len(e.ipc)))
+	return nil
+}
+
+// clearTmp removes temp files of flushes that never wrote their intent.
+func (s *Store) clearTmp() error {
+	entries, err := s.fs.ReadDir(s.tmpDir)
+	if err != nil {
+		return fmt.Errorf("list tmp dir: %w", err)
+	}
+	for _, e := range entries {
+		if err := s.fs.Remove(filepath.Join(s.tmpDir, e.Name())); err != nil {
+			return fmt.Errorf("remove stale temp file: %w", err)
+		}
+	}
+	return nil
+}
+
+// Append makes a validated record batch durable: when it returns nil the
+// batch is in the fsynced WAL and will be in Parquet exactly once, whatever
+// crashes later. ipc is the batch's Arrow IPC stream, rec its decoded form;
+// Append keeps its own reference to rec.
+func (s *Store) Append(ctx context.Context, database string, t *Table, ipc []byte, rec arrow.RecordBatch) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	if s.buffered.Load()+int64(len(ipc)) > s.opts.MaxBufferBytes {
+		s.requestFlush()
+		return ErrBackpressure
+	}
+	rec.Retain()
+	r := &appendReq{database: database, table: t, ipc: ipc, rec: rec, done: make(chan error, 1)}
+	select {
+	case s.appends <- r:
+	case <-ctx.Done():
+		rec.Release()
+		return ctx.Err()
+	}
+	// Once queued, the outcome must be waited for: the caller may only
+	// forget a batch that is known not to be acknowledged.
+	return <-r.done
+}
+
+func (s *Store) requestFlush() {
+	select {
+	case s.flushCh <- struct{}{}:
+	default:
+	}
+}
+
+// commitLoop is the only writer of the WAL and of the current generation.
+// Requests that arrive while an fsync runs queue up and share the next one.
+func (s *Store) commitLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case r := <-s.appends:
+			s.group = append(s.group[:0], r)
+			for len(s.group) < maxGroup {
+				select {
+				case r := <-s.appends:
+					s.group = append(s.group, r)
+					continue
+				default:
+				}
+				break
+			}
+			s.commitGroup()
+		case reply := <-s.rotates:
+			reply <- s.rotate()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+func (s *Store) commitGroup() {
+	durable := s.wal.size
+	for _, r := range s.group {
+		s.scratch = appendPayloadHeader(s.scratch[:0], r.database, r.table.Name)
+		// A failed write leaves the buffered writer in error; commit reports
+		// it and cuts the segment back.
+		_ = s.wal.write(s.scratch, r.ipc)
+	}
+	err := s.wal.commit(durable)
+	for _, r := range s.group {
+		if err == nil {
+			s.gen.add(r.database, r.table, r.rec, len(r.ipc))
+			s.buffered.Add(int64(len(r.ipc)))
+		}
+		r.rec.Release()
+		r.done <- err
+	}
+	if err != nil {
+		s.log.Error("wal commit failed; batches were not acknowledged", "batches", len(s.group), "error", err)
+	}
+	clear(s.group)
+	if s.gen.bytes >= s.opts.FlushBytes {
+		s.requestFlush()
+	}
+}
+
+// rotate hands the current generation to a flush and starts a new one on a
+// new WAL segment. It runs on the committer goroutine, between groups, so
+// every record of the old segments is in the old generation.
+func (s *Store) rotate() *generation {
+	old := s.gen
+	prev := s.wal.f
+	if err := s.wal.openSegment(s.wal.seq + 1); err != nil {
+		s.log.Error("cannot start a new wal segment; flushing later", "error", err)
+		return nil
+	}
+	if err := prev.Close(); err != nil {
+		s.log.Warn("close wal segment", "error", err)
+	}
+	old.lastSeq = s.wal.seq - 1
+	s.gen = newGeneration()
+	return old
+}
+
+func (s *Store) flushLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.flushCh:
+		case <-s.quit:
+			return
+		}
+		if err := s.Flush(); err != nil {
+			s.log.Error("flush failed; its rows stay in the wal and are retried", "error", err)
+		}
+	}
+}
+
+// Flush writes every buffered row to Parquet.
+func (s *Store) Flush() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if p := s.pending; p != nil {
+		if err := s.flushPending(p); err != nil {
+			return err
+		}
+		s.pending = nil
+	}
+	reply := make(chan *generation, 1)
+	select {
+	case s.rotates <- reply:
+	case <-s.quit:
+		return ErrClosed
+	}
+	gen := <-reply
+	if gen == nil {
+		return errors.New("wal rotation failed")
+	}
+	p := &pendingFlush{gen: gen}
+	if err := s.flushPending(p); err != nil {
+		s.pending = p
+		return err
+	}
+	return nil
+}
+
+// pendingFlush is a generation on its way to Parquet. Once its intent is
+// durable, retries only publish: writing the files again could duplicate
+// rows that a partial publish already made visible.
+type pendingFlush struct {
+	gen    *generation
+	intent *flushIntent
+}
+
+func (s *Store) flushPending(p *pendingFlush) error {
+	if p.intent == nil {
+		in, err := s.prepare(p.gen)
+		if err != nil {
+			return err
+		}
+		p.intent = in
+	}
+	return s.finish(p.gen, p.intent)
+}
+
+// Close stops accepting batches, flushes every buffered row to Parquet and
+// releases the store.
+func (s *Store) Close() error {
+	s.closing.Store(true)
+	s.closeMu.Lock() // waits for in-flight Appends
+	s.closeMu.Unlock()
+	err := s.Flush()
+	close(s.quit)
+	s.wg.Wait()
+	if s.pending != nil {
+		s.pending.gen.release()
+	}
+	if cerr := s.wal.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Buffered returns the bytes of acknowledged batches not yet in Parquet.
+func (s *Store) Buffered() int64 { return s.buffered.Load() }
+
+// Ready reports whether the store accepts batches.
+func (s *Store) Ready() bool { return !s.closing.Load() }
+
+// writable checks that the data directory takes a new file.
+func (s *Store) Writable() error {
+	p := filepath.Join(s.tmpDir, ".probe")
+	f, err := s.fs.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return s.fs.Remove(p)
+}
