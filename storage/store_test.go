@@ -1,0 +1,259 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// logBatch builds a logs record whose rows have the given times and
+// messages "<prefix>-<i>", through Arrow's JSON reader.
+func logBatch(t *testing.T, prefix string, times ...time.Time) (arrow.RecordBatch, []byte) {
+	t.Helper()
+	var rows []string
+	for i, ts := range times {
+		rows = append(rows, fmt.Sprintf(`{"time":%d,"observed_time":%d,"trace_id":"","span_id":"","flags":0,
+			"severity_number":9,"severity_text":"INFO","level":"INFO","event_type":"","message":"%s-%d","body_type":"string",
+			"service_name":"svc","resource_attributes":[{"key":"service.name","value":"svc"}],"resource_attribute_types":[],
+			"resource_dropped_attributes_count":0,"resource_schema_url":"","scope_name":"","scope_version":"",
+			"scope_attributes":[],"scope_attribute_types":[],"scope_dropped_attributes_count":0,"scope_schema_url":"",
+			"attributes":[],"attribute_types":[],"dropped_attributes_count":0}`, ts.UnixNano(), ts.UnixNano(), prefix, i))
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Logs.Arrow, strings.NewReader("["+strings.Join(rows, ",")+"]"))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	require.NoError(t, w.Write(rec))
+	require.NoError(t, w.Close())
+	return rec, buf.Bytes()
+}
+
+func appendBatch(t *testing.T, s *Store, prefix string, times ...time.Time) {
+	t.Helper()
+	rec, payload := logBatch(t, prefix, times...)
+	defer rec.Release()
+	tbl, err := LookupTable(schema.TableLogs)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(rec))
+	require.NoError(t, s.Append(context.Background(), "default", tbl, payload, rec))
+}
+
+func openStore(t *testing.T, dir string, fsys FS) *Store {
+	t.Helper()
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FS: fsys, FlushInterval: time.Hour})
+	require.NoError(t, err)
+	return s
+}
+
+// crash stops the store the way kill -9 would: no flush, nothing closed
+// cleanly, buffered rows abandoned.
+func (s *Store) crash() {
+	s.closing.Store(true)
+	close(s.quit)
+	s.wg.Wait()
+	s.wal.close()
+	s.gen.release()
+	if s.pending != nil {
+		s.pending.gen.release()
+	}
+}
+
+// messages reads every Parquet file under dir/default/logs and returns the
+// messages by partition directory.
+func messages(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	root := filepath.Join(dir, "default", "logs")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+			return err
+		}
+		rows, err := parquet.ReadFile[schema.LogRecord](path)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, r := range rows {
+			out[rel] = append(out[rel], r.Message)
+		}
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return out
+	}
+	require.NoError(t, err)
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+var t0 = time.Date(2026, 11, 22, 9, 59, 59, 0, time.UTC)
+
+func TestAppendThenCloseWritesPartitions(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	appendBatch(t, s, "a", t0, t0.Add(time.Second), t0.Add(-48*time.Hour))
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"a-0"},
+		"date=2026-11-22/hour=10": {"a-1"},
+		"date=2026-11-20/hour=9":  {"a-2"},
+	}, messages(t, dir))
+}
+
+func TestCrashReplaysAcknowledgedRowsOnce(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	appendBatch(t, s, "flushed", t0)
+	require.NoError(t, s.Flush())
+	appendBatch(t, s, "buffered", t0)
+	s.crash()
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"buffered-0", "flushed-0"}}, messages(t, dir))
+
+	// A second restart finds nothing left to replay.
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Len(t, messages(t, dir)["date=2026-11-22/hour=9"], 2)
+}
+
+func TestTornWALTailIsTruncated(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	appendBatch(t, s, "kept", t0)
+	seg := filepath.Join(s.wal.dir, segmentName(s.wal.seq))
+	s.crash()
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, 5}) // a header promising 200 bytes, then 1
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"kept-0"}}, messages(t, dir))
+}
+
+// faultFS fails chosen operations to simulate a crash in the middle of a
+// flush.
+type faultFS struct {
+	OSFS
+	mu         sync.Mutex
+	failRename func(newpath string) bool
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f *faultFS) Rename(oldpath, newpath string) error {
+	f.mu.Lock()
+	fail := f.failRename != nil && f.failRename(newpath)
+	f.mu.Unlock()
+	if fail {
+		return errInjected
+	}
+	return os.Rename(oldpath, newpath)
+}
+
+func TestCrashDuringPublishIsFinishedOnRestart(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &faultFS{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "x", t0, t0.Add(time.Hour))
+	// The first partition's rename succeeds, the second fails: a partial
+	// publish, as a crash between the two renames would leave.
+	renames := 0
+	fsys.failRename = func(newpath string) bool {
+		if !strings.HasSuffix(newpath, ".parquet") {
+			return false
+		}
+		renames++
+		return renames > 1
+	}
+	require.ErrorIs(t, s.Flush(), errInjected)
+	s.crash()
+
+	fsys.failRename = nil
+	s = openStore(t, dir, fsys)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"x-0"},
+		"date=2026-11-22/hour=10": {"x-1"},
+	}, messages(t, dir))
+}
+
+func TestFailedPublishIsRetriedWithoutDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &faultFS{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "x", t0, t0.Add(time.Hour))
+	renames := 0
+	fsys.failRename = func(newpath string) bool {
+		if !strings.HasSuffix(newpath, ".parquet") {
+			return false
+		}
+		renames++
+		return renames == 2
+	}
+	require.ErrorIs(t, s.Flush(), errInjected)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"x-0"},
+		"date=2026-11-22/hour=10": {"x-1"},
+	}, messages(t, dir))
+}
+
+func TestBackpressureWhenBufferIsFull(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 1})
+	require.NoError(t, err)
+	defer s.Close()
+	rec, payload := logBatch(t, "x", t0)
+	defer rec.Release()
+	tbl, _ := LookupTable(schema.TableLogs)
+	assert.ErrorIs(t, s.Append(context.Background(), "default", tbl, payload, rec), ErrBackpressure)
+}
+
+func TestCheckName(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"default", true}, {"prod-eu_1", true}, {"", false}, {"..", false}, {"../etc", false},
+		{"a/b", false}, {"/abs", false}, {".hidden", false}, {systemDirName, false}, {strings.Repeat("a", 65), false},
+	} {
+		t.Run(fmt.Sprintf("%q", tt.name), func(t *testing.T) {
+			err := CheckName("database", tt.name)
+			if tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrBadName)
+			}
+		})
+	}
+}
