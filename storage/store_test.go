@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,47 +14,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// logBatch builds a logs record whose rows have the given times and
-// messages "<prefix>-<i>", through Arrow's JSON reader.
-func logBatch(t *testing.T, prefix string, times ...time.Time) (arrow.RecordBatch, []byte) {
-	t.Helper()
-	var rows []string
-	for i, ts := range times {
-		rows = append(rows, fmt.Sprintf(`{"time":%d,"observed_time":%d,"trace_id":"","span_id":"","flags":0,
-			"severity_number":9,"severity_text":"INFO","level":"INFO","event_type":"","message":"%s-%d","body_type":"string",
-			"service_name":"svc","resource_attributes":[{"key":"service.name","value":"svc"}],"resource_attribute_types":[],
-			"resource_dropped_attributes_count":0,"resource_schema_url":"","scope_name":"","scope_version":"",
-			"scope_attributes":[],"scope_attribute_types":[],"scope_dropped_attributes_count":0,"scope_schema_url":"",
-			"attributes":[],"attribute_types":[],"dropped_attributes_count":0}`, ts.UnixNano(), ts.UnixNano(), prefix, i))
-	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Logs.Arrow, strings.NewReader("["+strings.Join(rows, ",")+"]"))
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
-	require.NoError(t, w.Write(rec))
-	require.NoError(t, w.Close())
-	return rec, buf.Bytes()
-}
-
 func appendBatch(t *testing.T, s *Store, prefix string, times ...time.Time) {
 	t.Helper()
-	rec, payload := logBatch(t, prefix, times...)
+	rec, payload := storagetest.LogBatch(t, prefix, times...)
 	defer rec.Release()
 	tbl, err := LookupTable(schema.TableLogs)
 	require.NoError(t, err)
@@ -233,7 +207,7 @@ func TestBackpressureWhenBufferIsFull(t *testing.T) {
 	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 1})
 	require.NoError(t, err)
 	defer s.Close()
-	rec, payload := logBatch(t, "x", t0)
+	rec, payload := storagetest.LogBatch(t, "x", t0)
 	defer rec.Release()
 	tbl, _ := LookupTable(schema.TableLogs)
 	assert.ErrorIs(t, s.Append(context.Background(), "default", tbl, payload, rec), ErrBackpressure)

@@ -1,0 +1,217 @@
+package receiver
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/storagetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type fixture struct {
+	store  *storage.Store
+	client flight.Client
+	dir    string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gs := grpc.NewServer()
+	flight.RegisterFlightServiceServer(gs, &FlightServer{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
+	go gs.Serve(lis)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn.Close()
+		gs.Stop()
+		require.NoError(t, store.Close())
+	})
+	return &fixture{store: store, client: flight.NewClientFromConn(conn, nil), dir: dir}
+}
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// put sends the records on one DoPut stream and returns the acks received
+// and the stream's final error.
+func (f *fixture) put(t *testing.T, desc *flight.FlightDescriptor, recs ...arrow.RecordBatch) ([]uint64, error) {
+	t.Helper()
+	stream, err := f.client.DoPut(context.Background())
+	require.NoError(t, err)
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(recs[0].Schema()))
+	w.SetFlightDescriptor(desc)
+	// A server that rejects the stream early closes it while we write: the
+	// status that explains why comes from Recv, so write errors are not
+	// checked here.
+	for _, r := range recs {
+		if w.Write(r) != nil {
+			break
+		}
+	}
+	_ = w.Close()
+	_ = stream.CloseSend()
+	return readAcks(stream)
+}
+
+func readAcks(stream flight.FlightService_DoPutClient) ([]uint64, error) {
+	var acks []uint64
+	for {
+		res, err := stream.Recv()
+		if err == io.EOF {
+			return acks, nil
+		}
+		if err != nil {
+			return acks, err
+		}
+		seq, err := arcflight.ParseAck(res.AppMetadata)
+		if err != nil {
+			return acks, err
+		}
+		acks = append(acks, seq)
+	}
+}
+
+func TestDoPutAcknowledgesEachBatch(t *testing.T) {
+	f := newFixture(t)
+	a, _ := storagetest.LogBatch(t, "a", t0, t0)
+	b, _ := storagetest.LogBatch(t, "b", t0)
+	defer a.Release()
+	defer b.Release()
+	acks, err := f.put(t, arcflight.Descriptor("default", "logs"), a, b)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{0, 1}, acks)
+	assert.Positive(t, f.store.Buffered(), "acknowledged rows are buffered")
+}
+
+func TestDoPutRejectsBadInput(t *testing.T) {
+	good, _ := storagetest.LogBatch(t, "ok", t0)
+	defer good.Release()
+	wrong := wrongSchemaBatch(t)
+	defer wrong.Release()
+	tests := []struct {
+		name string
+		desc *flight.FlightDescriptor
+		rec  arrow.RecordBatch
+		want string
+	}{
+		{"descriptor is not a path", &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte("x")}, good, "descriptor must be a path"},
+		{"path traversal in database", arcflight.Descriptor("../etc", "logs"), good, `database "../etc"`},
+		{"unknown table", arcflight.Descriptor("default", "nope"), good, `unknown table "nope"`},
+		{"schema of another table", arcflight.Descriptor("default", "traces"), good, "schema does not match the table traces"},
+		{"wrong column type", arcflight.Descriptor("default", "logs"), wrong, "got 1 columns, want 31"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			acks, err := f.put(t, tt.desc, tt.rec)
+			assert.Empty(t, acks)
+			assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			assert.ErrorContains(t, err, tt.want)
+			assert.Zero(t, f.store.Buffered(), "nothing of a rejected batch is kept")
+		})
+	}
+}
+
+func wrongSchemaBatch(t *testing.T) arrow.RecordBatch {
+	s := arrow.NewSchema([]arrow.Field{{Name: "time", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).Append("yesterday")
+	return b.NewRecordBatch()
+}
+
+// TestTruncatedBatchEndsOnlyItsStream sends a record message whose body is
+// cut short: its stream fails with a message naming the problem, the batch
+// before it stays acknowledged, and other streams are unaffected.
+func TestTruncatedBatchEndsOnlyItsStream(t *testing.T) {
+	f := newFixture(t)
+	good, payload := storagetest.LogBatch(t, "good", t0)
+	defer good.Release()
+	msgs := flightMessages(t, good)
+	stream, err := f.client.DoPut(context.Background())
+	require.NoError(t, err)
+	msgs[0].FlightDescriptor = arcflight.Descriptor("default", "logs")
+	require.NoError(t, stream.Send(msgs[0]))
+	require.NoError(t, stream.Send(msgs[1]))
+	cut := *msgs[1]
+	cut.DataBody = cut.DataBody[:len(cut.DataBody)/2]
+	require.NoError(t, stream.Send(&cut))
+	require.NoError(t, stream.CloseSend())
+	acks, err := readAcks(stream)
+	assert.Equal(t, []uint64{0}, acks)
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
+	assert.ErrorContains(t, err, "batch 1 of logs: malformed Arrow IPC")
+	buffered := f.store.Buffered()
+	assert.EqualValues(t, len(payload), buffered, "exactly the acknowledged batch is kept")
+
+	acks, err = f.put(t, arcflight.Descriptor("default", "logs"), good)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{0}, acks)
+}
+
+// flightMessages returns the FlightData messages (schema, then record) that
+// a Flight writer produces for rec.
+func flightMessages(t *testing.T, rec arrow.RecordBatch) []*flight.FlightData {
+	var msgs []*flight.FlightData
+	w := flight.NewRecordWriter(captureStream{&msgs}, ipc.WithSchema(rec.Schema()))
+	require.NoError(t, w.Write(rec))
+	require.NoError(t, w.Close())
+	return msgs
+}
+
+type captureStream struct{ msgs *[]*flight.FlightData }
+
+// Send copies: the Flight writer reuses its message between calls.
+func (c captureStream) Send(fd *flight.FlightData) error {
+	cp := &flight.FlightData{
+		DataHeader: append([]byte(nil), fd.DataHeader...),
+		DataBody:   append([]byte(nil), fd.DataBody...),
+	}
+	*c.msgs = append(*c.msgs, cp)
+	return nil
+}
+
+func TestHealthAndReady(t *testing.T) {
+	f := newFixture(t)
+	h := NewHTTPHandler(f.store)
+	for _, path := range []string{PathHealth, PathReady} {
+		rec := newRecorder()
+		h.ServeHTTP(rec, mustRequest(t, path))
+		assert.Equal(t, 200, rec.Code, path)
+	}
+	require.NoError(t, os.Chmod(filepath.Join(f.dir, "_arcstore", "tmp"), 0o500))
+	defer os.Chmod(filepath.Join(f.dir, "_arcstore", "tmp"), 0o755)
+	if os.Geteuid() != 0 { // root writes anywhere
+		rec := newRecorder()
+		h.ServeHTTP(rec, mustRequest(t, PathReady))
+		assert.Equal(t, 503, rec.Code)
+	}
+}
