@@ -50,6 +50,8 @@ func TestEndToEnd(t *testing.T) {
 	telemetrygen(t, endpoint, "metrics", "--metrics", "50", "--workers", "1", "--metric-type", "Histogram")
 	sent := sendWithSDK(t, endpoint)
 	accepted := s.collector.waitDrained(t, 60*time.Second)
+	t.Logf("collector accepted %v", accepted)
+	require.Positive(t, accepted["spans"])
 	s.sidecar.stop(t, 30*time.Second)
 	dir := s.sidecar.dataDir
 

@@ -297,7 +297,7 @@ func table(dataDir, name string) string {
 
 func telemetrygen(t *testing.T, endpoint string, args ...string) {
 	t.Helper()
-	args = append(args, "--otlp-endpoint", endpoint, "--otlp-insecure")
+	args = append(args, "--otlp-endpoint", endpoint, "--otlp-insecure", "--rate", "0")
 	out, err := exec.Command(tool(t, "TELEMETRYGEN_BIN", "telemetrygen"), args...).CombinedOutput()
 	require.NoError(t, err, "telemetrygen %v: %s", args, out)
 }

@@ -1,0 +1,251 @@
+package arcexporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/otlparrow"
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+type arcExporter struct {
+	cfg    *Config
+	set    exporter.Settings
+	mem    memory.Allocator
+	conn   *grpc.ClientConn
+	client flight.Client
+
+	traces, logs, metrics sync.Pool
+}
+
+func newExporter(cfg *Config, set exporter.Settings) *arcExporter {
+	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator}
+	e.traces.New = func() any { return otlparrow.NewTracesConverter(e.mem, cfg.BatchSize) }
+	e.logs.New = func() any { return otlparrow.NewLogsConverter(e.mem, cfg.BatchSize) }
+	e.metrics.New = func() any { return otlparrow.NewMetricsConverter(e.mem, cfg.BatchSize) }
+	return e
+}
+
+func (e *arcExporter) start(ctx context.Context, host component.Host) error {
+	conn, err := e.cfg.ClientConfig.ToClientConn(ctx, host.GetExtensions(), e.set.TelemetrySettings)
+	if err != nil {
+		return fmt.Errorf("connect to sidecar: %w", err)
+	}
+	e.conn = conn
+	e.client = flight.NewClientFromConn(conn, nil)
+	return nil
+}
+
+func (e *arcExporter) shutdown(context.Context) error {
+	if e.conn == nil {
+		return nil
+	}
+	return e.conn.Close()
+}
+
+// batches are the record batches of one push, by table, in the order the
+// converter emitted them.
+type batches struct {
+	tables []*schema.Table
+	recs   [][]arrow.RecordBatch
+}
+
+func (b *batches) add(t *schema.Table, rec arrow.RecordBatch) error {
+	for i, bt := range b.tables {
+		if bt == t {
+			b.recs[i] = append(b.recs[i], rec)
+			return nil
+		}
+	}
+	b.tables = append(b.tables, t)
+	b.recs = append(b.recs, []arrow.RecordBatch{rec})
+	return nil
+}
+
+func (b *batches) release() {
+	for _, recs := range b.recs {
+		for _, r := range recs {
+			r.Release()
+		}
+	}
+}
+
+// sendFailure says how far a push got: every batch of the tables before
+// table was acknowledged, and acked batches of table.
+type sendFailure struct {
+	err   error
+	table *schema.Table
+	acked int
+}
+
+// send writes the tables in order and stops at the first failure.
+func (e *arcExporter) send(ctx context.Context, b *batches) *sendFailure {
+	for i, t := range b.tables {
+		acked, err := e.put(ctx, t, b.recs[i])
+		if err != nil {
+			return &sendFailure{err: err, table: t, acked: acked}
+		}
+	}
+	return nil
+}
+
+// put writes the batches of one table on one DoPut stream and returns how
+// many the sidecar acknowledged. Acks are read while batches are written so
+// flow control cannot deadlock the stream.
+func (e *arcExporter) put(ctx context.Context, t *schema.Table, recs []arrow.RecordBatch) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := e.client.DoPut(ctx)
+	if err != nil {
+		return 0, err
+	}
+	type result struct {
+		acked int
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := readAcks(stream, len(recs))
+		done <- result{n, err}
+	}()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(t.Arrow), ipc.WithAllocator(e.mem))
+	w.SetFlightDescriptor(arcflight.Descriptor(e.cfg.Database, t.Name))
+	for _, rec := range recs {
+		if w.Write(rec) != nil {
+			break // the server ended the stream; its status comes from Recv
+		}
+	}
+	_ = w.Close()
+	_ = stream.CloseSend()
+	r := <-done
+	if r.err == nil && r.acked != len(recs) {
+		r.err = fmt.Errorf("sidecar acknowledged %d of %d batches of %s", r.acked, len(recs), t.Name)
+	}
+	return r.acked, r.err
+}
+
+func readAcks(stream flight.FlightService_DoPutClient, want int) (int, error) {
+	acked := 0
+	for {
+		res, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return acked, nil
+		}
+		if err != nil {
+			return acked, err
+		}
+		seq, err := arcflight.ParseAck(res.AppMetadata)
+		if err != nil {
+			return acked, err
+		}
+		if seq != uint64(acked) || acked >= want {
+			return acked, fmt.Errorf("unexpected acknowledgement %d after %d of %d", seq, acked, want)
+		}
+		acked++
+	}
+}
+
+// classify turns a sidecar error into what exporterhelper acts on: data the
+// sidecar refused as invalid is permanent, overload and outages are retried
+// (after the server's hint when it sent one).
+func classify(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	switch st.Code() {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented,
+		codes.Unauthenticated, codes.PermissionDenied, codes.NotFound, codes.AlreadyExists:
+		return consumererror.NewPermanent(err)
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
+			return exporterhelper.NewThrottleRetry(err, ri.RetryDelay.AsDuration())
+		}
+	}
+	return err
+}
+
+func (e *arcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	c := e.traces.Get().(*otlparrow.TracesConverter)
+	defer e.traces.Put(c)
+	var b batches
+	defer b.release()
+	if err := c.Convert(td, b.add); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("convert traces: %w", err))
+	}
+	f := e.send(ctx, &b)
+	if f == nil {
+		return nil
+	}
+	err := classify(f.err)
+	if consumererror.IsPermanent(err) {
+		return err
+	}
+	return consumererror.NewTraces(err, remainingTraces(td, f.acked*e.cfg.BatchSize))
+}
+
+func (e *arcExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+	c := e.logs.Get().(*otlparrow.LogsConverter)
+	defer e.logs.Put(c)
+	var b batches
+	defer b.release()
+	if err := c.Convert(ld, b.add); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("convert logs: %w", err))
+	}
+	f := e.send(ctx, &b)
+	if f == nil {
+		return nil
+	}
+	err := classify(f.err)
+	if consumererror.IsPermanent(err) {
+		return err
+	}
+	var done []*schema.Table
+	for _, t := range b.tables {
+		if t == f.table {
+			break
+		}
+		done = append(done, t)
+	}
+	return consumererror.NewLogs(err, remainingLogs(ld, done, f.table, f.acked*e.cfg.BatchSize))
+}
+
+func (e *arcExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
+	c := e.metrics.Get().(*otlparrow.MetricsConverter)
+	defer e.metrics.Put(c)
+	var b batches
+	defer b.release()
+	if err := c.Convert(md, b.add); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("convert metrics: %w", err))
+	}
+	f := e.send(ctx, &b)
+	if f == nil {
+		return nil
+	}
+	err := classify(f.err)
+	if consumererror.IsPermanent(err) {
+		return err
+	}
+	return consumererror.NewMetrics(err, remainingMetrics(md, f.acked*e.cfg.BatchSize))
+}

@@ -1,0 +1,85 @@
+package arcexporter
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadata"
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+// Defaults.
+const (
+	defaultEndpoint  = "127.0.0.1:8815"
+	defaultBatchSize = 1000
+)
+
+// NewFactory returns the factory of the arc exporter.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		exporter.WithTraces(createTraces, metadata.TracesStability),
+		exporter.WithLogs(createLogs, metadata.LogsStability),
+		exporter.WithMetrics(createMetrics, metadata.MetricsStability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	client := configgrpc.NewDefaultClientConfig()
+	client.Endpoint = defaultEndpoint
+	queue := exporterhelper.NewDefaultQueueConfig()
+	// Requests of about batch_size items: one Arrow batch per table per push,
+	// and the queue's consumers keep several pushes, hence several WAL
+	// fsyncs' worth of batches, in flight.
+	batch := exporterhelper.NewDefaultBatchConfig()
+	batch.FlushTimeout = 200 * time.Millisecond
+	batch.MinSize = defaultBatchSize
+	batch.MaxSize = defaultBatchSize
+	queue.Batch = configoptional.Some(batch)
+	queue.Sizer = batch.Sizer
+	queue.QueueSize = 1_000_000
+	return &Config{
+		ClientConfig:  client,
+		Database:      schema.DefaultDatabase,
+		BatchSize:     defaultBatchSize,
+		TimeoutConfig: exporterhelper.NewDefaultTimeoutConfig(),
+		QueueConfig:   configoptional.Some(queue),
+		BackOffConfig: configretry.NewDefaultBackOffConfig(),
+	}
+}
+
+func options(cfg *Config, e *arcExporter) []exporterhelper.Option {
+	return []exporterhelper.Option{
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithTimeout(cfg.TimeoutConfig),
+		exporterhelper.WithRetry(cfg.BackOffConfig),
+		exporterhelper.WithQueue(cfg.QueueConfig),
+	}
+}
+
+func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
+	cfg := c.(*Config)
+	e := newExporter(cfg, set)
+	return exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces, options(cfg, e)...)
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
+	cfg := c.(*Config)
+	e := newExporter(cfg, set)
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs, options(cfg, e)...)
+}
+
+func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
+	cfg := c.(*Config)
+	e := newExporter(cfg, set)
+	return exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics, options(cfg, e)...)
+}
