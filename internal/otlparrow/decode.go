@@ -1,0 +1,222 @@
+package otlparrow
+
+import (
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+// The functions below rebuild pdata from rows read back from Parquet.
+// Consecutive rows with an equal resource share a Resource*, consecutive
+// rows with an equal scope share a Scope*, and consecutive metric points
+// with an equal metric identity share a Metric.
+
+func sameResource(a, b *schema.Resource) bool {
+	return maps.Equal(a.ResourceAttributes, b.ResourceAttributes) &&
+		maps.Equal(a.ResourceAttributeTypes, b.ResourceAttributeTypes) &&
+		a.ResourceDroppedAttributesCount == b.ResourceDroppedAttributesCount &&
+		a.ResourceSchemaURL == b.ResourceSchemaURL
+}
+
+func sameScope(a, b *schema.Resource) bool {
+	return sameResource(a, b) && a.ScopeName == b.ScopeName && a.ScopeVersion == b.ScopeVersion &&
+		maps.Equal(a.ScopeAttributes, b.ScopeAttributes) &&
+		maps.Equal(a.ScopeAttributeTypes, b.ScopeAttributeTypes) &&
+		a.ScopeDroppedAttributesCount == b.ScopeDroppedAttributesCount &&
+		a.ScopeSchemaURL == b.ScopeSchemaURL
+}
+
+func fillResource(r *schema.Resource, res pcommon.Resource) error {
+	res.SetDroppedAttributesCount(uint32(r.ResourceDroppedAttributesCount))
+	return schema.ParseMap(r.ResourceAttributes, r.ResourceAttributeTypes, res.Attributes())
+}
+
+func fillScope(r *schema.Resource, scope pcommon.InstrumentationScope) error {
+	scope.SetName(r.ScopeName)
+	scope.SetVersion(r.ScopeVersion)
+	scope.SetDroppedAttributesCount(uint32(r.ScopeDroppedAttributesCount))
+	return schema.ParseMap(r.ScopeAttributes, r.ScopeAttributeTypes, scope.Attributes())
+}
+
+func parseTraceID(s string) (pcommon.TraceID, error) {
+	var id pcommon.TraceID
+	if s == "" {
+		return id, nil
+	}
+	if len(s) != 2*len(id) {
+		return id, fmt.Errorf("trace id %q: want %d hex digits", s, 2*len(id))
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return id, err
+}
+
+func parseSpanID(s string) (pcommon.SpanID, error) {
+	var id pcommon.SpanID
+	if s == "" {
+		return id, nil
+	}
+	if len(s) != 2*len(id) {
+		return id, fmt.Errorf("span id %q: want %d hex digits", s, 2*len(id))
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return id, err
+}
+
+// SpansToTraces rebuilds traces from rows of the traces table.
+func SpansToTraces(rows []schema.Span) (ptrace.Traces, error) {
+	td := ptrace.NewTraces()
+	var rs ptrace.ResourceSpans
+	var ss ptrace.ScopeSpans
+	for i := range rows {
+		r := &rows[i]
+		if i == 0 || !sameResource(&rows[i-1].Resource, &r.Resource) {
+			rs = td.ResourceSpans().AppendEmpty()
+			rs.SetSchemaUrl(r.ResourceSchemaURL)
+			if err := fillResource(&r.Resource, rs.Resource()); err != nil {
+				return td, err
+			}
+		}
+		if i == 0 || !sameScope(&rows[i-1].Resource, &r.Resource) {
+			ss = rs.ScopeSpans().AppendEmpty()
+			ss.SetSchemaUrl(r.ScopeSchemaURL)
+			if err := fillScope(&r.Resource, ss.Scope()); err != nil {
+				return td, err
+			}
+		}
+		if err := fillSpan(r, ss.Spans().AppendEmpty()); err != nil {
+			return td, fmt.Errorf("span %d: %w", i, err)
+		}
+	}
+	return td, nil
+}
+
+func fillSpan(r *schema.Span, s ptrace.Span) error {
+	var err error
+	var tid pcommon.TraceID
+	var sid, pid pcommon.SpanID
+	if tid, err = parseTraceID(r.TraceID); err != nil {
+		return err
+	}
+	if sid, err = parseSpanID(r.SpanID); err != nil {
+		return err
+	}
+	if pid, err = parseSpanID(r.ParentSpanID); err != nil {
+		return err
+	}
+	s.SetTraceID(tid)
+	s.SetSpanID(sid)
+	s.SetParentSpanID(pid)
+	s.TraceState().FromRaw(r.TraceState)
+	s.SetFlags(uint32(r.Flags))
+	s.SetName(r.OperationName)
+	s.SetKind(ptrace.SpanKind(max(0, slices.Index(spanKinds[:], r.SpanKind))))
+	s.Status().SetCode(ptrace.StatusCode(max(0, slices.Index(spanStatuses[:], r.SpanStatus))))
+	s.Status().SetMessage(r.SpanStatusMessage)
+	s.SetStartTimestamp(pcommon.Timestamp(r.Time))
+	s.SetEndTimestamp(pcommon.Timestamp(r.EndTime))
+	s.SetDroppedAttributesCount(uint32(r.DroppedAttributesCount))
+	s.SetDroppedEventsCount(uint32(r.DroppedEventsCount))
+	s.SetDroppedLinksCount(uint32(r.DroppedLinksCount))
+	if err := schema.ParseMap(r.Attributes, r.AttributeTypes, s.Attributes()); err != nil {
+		return err
+	}
+	for _, e := range r.Events {
+		ev := s.Events().AppendEmpty()
+		ev.SetTimestamp(pcommon.Timestamp(e.Time))
+		ev.SetName(e.Name)
+		ev.SetDroppedAttributesCount(uint32(e.DroppedAttributesCount))
+		if err := schema.ParseMap(e.Attributes, e.AttributeTypes, ev.Attributes()); err != nil {
+			return err
+		}
+	}
+	for _, l := range r.Links {
+		ln := s.Links().AppendEmpty()
+		if tid, err = parseTraceID(l.TraceID); err != nil {
+			return err
+		}
+		if sid, err = parseSpanID(l.SpanID); err != nil {
+			return err
+		}
+		ln.SetTraceID(tid)
+		ln.SetSpanID(sid)
+		ln.TraceState().FromRaw(l.TraceState)
+		ln.SetFlags(uint32(l.Flags))
+		ln.SetDroppedAttributesCount(uint32(l.DroppedAttributesCount))
+		if err := schema.ParseMap(l.Attributes, l.AttributeTypes, ln.Attributes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LogRecordsToLogs rebuilds logs from rows of the logs or events table.
+func LogRecordsToLogs(rows []schema.LogRecord) (plog.Logs, error) {
+	ld := plog.NewLogs()
+	var rl plog.ResourceLogs
+	var sl plog.ScopeLogs
+	for i := range rows {
+		r := &rows[i]
+		if i == 0 || !sameResource(&rows[i-1].Resource, &r.Resource) {
+			rl = ld.ResourceLogs().AppendEmpty()
+			rl.SetSchemaUrl(r.ResourceSchemaURL)
+			if err := fillResource(&r.Resource, rl.Resource()); err != nil {
+				return ld, err
+			}
+		}
+		if i == 0 || !sameScope(&rows[i-1].Resource, &r.Resource) {
+			sl = rl.ScopeLogs().AppendEmpty()
+			sl.SetSchemaUrl(r.ScopeSchemaURL)
+			if err := fillScope(&r.Resource, sl.Scope()); err != nil {
+				return ld, err
+			}
+		}
+		if err := fillLog(r, sl.LogRecords().AppendEmpty()); err != nil {
+			return ld, fmt.Errorf("log record %d: %w", i, err)
+		}
+	}
+	return ld, nil
+}
+
+func fillLog(r *schema.LogRecord, lr plog.LogRecord) error {
+	tid, err := parseTraceID(r.TraceID)
+	if err != nil {
+		return err
+	}
+	sid, err := parseSpanID(r.SpanID)
+	if err != nil {
+		return err
+	}
+	lr.SetTimestamp(pcommon.Timestamp(r.Time))
+	lr.SetObservedTimestamp(pcommon.Timestamp(r.ObservedTime))
+	lr.SetTraceID(tid)
+	lr.SetSpanID(sid)
+	lr.SetFlags(plog.LogRecordFlags(r.Flags))
+	lr.SetSeverityNumber(plog.SeverityNumber(r.SeverityNumber))
+	lr.SetSeverityText(r.SeverityText)
+	lr.SetEventName(r.EventType)
+	lr.SetDroppedAttributesCount(uint32(r.DroppedAttributesCount))
+	if err := fillBody(r, lr.Body()); err != nil {
+		return err
+	}
+	return schema.ParseMap(r.Attributes, r.AttributeTypes, lr.Attributes())
+}
+
+func fillBody(r *schema.LogRecord, body pcommon.Value) error {
+	switch r.BodyType {
+	case schema.TypeArray, schema.TypeMap:
+		if r.BodyJSON == nil {
+			return fmt.Errorf("body of type %s without body_json", r.BodyType)
+		}
+		return schema.ParseOTLPJSON(*r.BodyJSON, body)
+	case schema.TypeString:
+		return schema.ParseValue(r.Message, "", body)
+	}
+	return schema.ParseValue(r.Message, r.BodyType, body)
+}

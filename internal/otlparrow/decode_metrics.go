@@ -1,0 +1,216 @@
+package otlparrow
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+func sameMetric(a, b *schema.MetricPoint) bool {
+	return a.MetricName == b.MetricName && a.MetricDescription == b.MetricDescription &&
+		a.MetricUnit == b.MetricUnit && a.MetricType == b.MetricType && a.Temporality == b.Temporality &&
+		a.IsMonotonic == b.IsMonotonic && maps.Equal(a.MetricMetadata, b.MetricMetadata) &&
+		maps.Equal(a.MetricMetadataTypes, b.MetricMetadataTypes)
+}
+
+// PointsToMetrics rebuilds metrics from rows of the metrics table.
+func PointsToMetrics(rows []schema.MetricPoint) (pmetric.Metrics, error) {
+	md := pmetric.NewMetrics()
+	var rm pmetric.ResourceMetrics
+	var sm pmetric.ScopeMetrics
+	var m pmetric.Metric
+	for i := range rows {
+		r := &rows[i]
+		newScope := false
+		if i == 0 || !sameResource(&rows[i-1].Resource, &r.Resource) {
+			rm = md.ResourceMetrics().AppendEmpty()
+			rm.SetSchemaUrl(r.ResourceSchemaURL)
+			if err := fillResource(&r.Resource, rm.Resource()); err != nil {
+				return md, err
+			}
+			newScope = true
+		}
+		if newScope || !sameScope(&rows[i-1].Resource, &r.Resource) {
+			sm = rm.ScopeMetrics().AppendEmpty()
+			sm.SetSchemaUrl(r.ScopeSchemaURL)
+			if err := fillScope(&r.Resource, sm.Scope()); err != nil {
+				return md, err
+			}
+			newScope = true
+		}
+		if newScope || !sameMetric(&rows[i-1], r) {
+			m = sm.Metrics().AppendEmpty()
+			if err := fillMetric(r, m); err != nil {
+				return md, fmt.Errorf("metric point %d: %w", i, err)
+			}
+		}
+		if err := fillPoint(r, m); err != nil {
+			return md, fmt.Errorf("metric point %d: %w", i, err)
+		}
+	}
+	return md, nil
+}
+
+var temporalities = [...]string{"unspecified", "delta", "cumulative"}
+
+func temporality(s string) pmetric.AggregationTemporality {
+	return pmetric.AggregationTemporality(max(0, slices.Index(temporalities[:], s)))
+}
+
+func fillMetric(r *schema.MetricPoint, m pmetric.Metric) error {
+	m.SetName(r.MetricName)
+	m.SetDescription(r.MetricDescription)
+	m.SetUnit(r.MetricUnit)
+	switch r.MetricType {
+	case MetricGauge:
+		m.SetEmptyGauge()
+	case MetricSum:
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(temporality(r.Temporality))
+		s.SetIsMonotonic(r.IsMonotonic)
+	case MetricHistogram:
+		m.SetEmptyHistogram().SetAggregationTemporality(temporality(r.Temporality))
+	case MetricExpHistogram:
+		m.SetEmptyExponentialHistogram().SetAggregationTemporality(temporality(r.Temporality))
+	case MetricSummary:
+		m.SetEmptySummary()
+	default:
+		return fmt.Errorf("unknown metric_type %q", r.MetricType)
+	}
+	return schema.ParseMap(r.MetricMetadata, r.MetricMetadataTypes, m.Metadata())
+}
+
+// point is what every data point type has.
+type point interface {
+	SetTimestamp(pcommon.Timestamp)
+	SetStartTimestamp(pcommon.Timestamp)
+	Attributes() pcommon.Map
+}
+
+func fillCommon(r *schema.MetricPoint, p point) error {
+	p.SetTimestamp(pcommon.Timestamp(r.Time))
+	p.SetStartTimestamp(pcommon.Timestamp(r.StartTime))
+	return schema.ParseMap(r.Attributes, r.AttributeTypes, p.Attributes())
+}
+
+func fillPoint(r *schema.MetricPoint, m pmetric.Metric) error {
+	flags := pmetric.DataPointFlags(r.Flags)
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return fillNumber(r, m.Gauge().DataPoints().AppendEmpty())
+	case pmetric.MetricTypeSum:
+		return fillNumber(r, m.Sum().DataPoints().AppendEmpty())
+	case pmetric.MetricTypeHistogram:
+		dp := m.Histogram().DataPoints().AppendEmpty()
+		dp.SetFlags(flags)
+		dp.SetCount(uint64(deref(r.Count)))
+		setOpt(r.Sum, dp.SetSum)
+		setOpt(r.Min, dp.SetMin)
+		setOpt(r.Max, dp.SetMax)
+		for _, c := range r.BucketCounts {
+			dp.BucketCounts().Append(uint64(c))
+		}
+		dp.ExplicitBounds().FromRaw(r.ExplicitBounds)
+		if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
+			return err
+		}
+		return fillCommon(r, dp)
+	case pmetric.MetricTypeExponentialHistogram:
+		dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
+		dp.SetFlags(flags)
+		dp.SetCount(uint64(deref(r.Count)))
+		setOpt(r.Sum, dp.SetSum)
+		setOpt(r.Min, dp.SetMin)
+		setOpt(r.Max, dp.SetMax)
+		dp.SetScale(int32(deref(r.Scale)))
+		dp.SetZeroCount(uint64(deref(r.ZeroCount)))
+		dp.SetZeroThreshold(deref(r.ZeroThreshold))
+		dp.Positive().SetOffset(int32(deref(r.PositiveOffset)))
+		dp.Negative().SetOffset(int32(deref(r.NegativeOffset)))
+		for _, c := range r.PositiveBucketCounts {
+			dp.Positive().BucketCounts().Append(uint64(c))
+		}
+		for _, c := range r.NegativeBucketCounts {
+			dp.Negative().BucketCounts().Append(uint64(c))
+		}
+		if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
+			return err
+		}
+		return fillCommon(r, dp)
+	case pmetric.MetricTypeSummary:
+		dp := m.Summary().DataPoints().AppendEmpty()
+		dp.SetFlags(flags)
+		dp.SetCount(uint64(deref(r.Count)))
+		dp.SetSum(deref(r.Sum))
+		if len(r.QuantileLevels) != len(r.QuantileValues) {
+			return fmt.Errorf("%d quantile levels but %d values", len(r.QuantileLevels), len(r.QuantileValues))
+		}
+		for i, q := range r.QuantileLevels {
+			qv := dp.QuantileValues().AppendEmpty()
+			qv.SetQuantile(q)
+			qv.SetValue(r.QuantileValues[i])
+		}
+		return fillCommon(r, dp)
+	}
+	return nil
+}
+
+func fillNumber(r *schema.MetricPoint, dp pmetric.NumberDataPoint) error {
+	dp.SetFlags(pmetric.DataPointFlags(r.Flags))
+	switch {
+	case r.ValueInt != nil:
+		dp.SetIntValue(*r.ValueInt)
+	case r.Value != nil:
+		dp.SetDoubleValue(*r.Value)
+	}
+	if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
+		return err
+	}
+	return fillCommon(r, dp)
+}
+
+func fillExemplars(rows []schema.Exemplar, exs pmetric.ExemplarSlice) error {
+	for _, e := range rows {
+		ex := exs.AppendEmpty()
+		ex.SetTimestamp(pcommon.Timestamp(e.Time))
+		switch {
+		case e.ValueInt != nil:
+			ex.SetIntValue(*e.ValueInt)
+		case e.Value != nil:
+			ex.SetDoubleValue(*e.Value)
+		}
+		tid, err := parseTraceID(e.TraceID)
+		if err != nil {
+			return err
+		}
+		sid, err := parseSpanID(e.SpanID)
+		if err != nil {
+			return err
+		}
+		ex.SetTraceID(tid)
+		ex.SetSpanID(sid)
+		if err := schema.ParseMap(e.FilteredAttributes, e.FilteredAttributeTypes, ex.FilteredAttributes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func setOpt(p *float64, set func(float64)) {
+	if p != nil {
+		set(*p)
+	}
+}
