@@ -1,0 +1,16 @@
+# Images from binaries built on the host (`make build`): no registry needed.
+#   docker build --target arcstore -t arc-otel/arcstore .
+#   docker build --target otelcol-arc -t arc-otel/otelcol-arc .
+FROM scratch AS arcstore
+COPY bin/arcstore /arcstore
+USER 65532:65532
+VOLUME /data
+EXPOSE 8815 8000
+ENTRYPOINT ["/arcstore", "-data-dir", "/data", "-grpc-addr", "0.0.0.0:8815", "-http-addr", "0.0.0.0:8000"]
+
+FROM scratch AS otelcol-arc
+COPY bin/otelcol-arc /otelcol-arc
+COPY otelcol-config.yaml /etc/otelcol-arc/config.yaml
+USER 65532:65532
+EXPOSE 4317 4318 13133
+ENTRYPOINT ["/otelcol-arc", "--config", "/etc/otelcol-arc/config.yaml"]
