@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -186,13 +187,15 @@ func classify(err error) error {
 	return err
 }
 
-func (e *arcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	c := e.traces.Get().(*otlparrow.TracesConverter)
-	defer e.traces.Put(c)
+// push converts, sends, and on a retryable failure hands exporterhelper
+// only what was not acknowledged (partial builds that request).
+func (e *arcExporter) push(ctx context.Context, signal string, convert func(otlparrow.Emit) error,
+	partial func(err error, f *sendFailure, sent []*schema.Table) error,
+) error {
 	var b batches
 	defer b.release()
-	if err := c.Convert(td, b.add); err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("convert traces: %w", err))
+	if err := convert(b.add); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("convert %s: %w", signal, err))
 	}
 	f := e.send(ctx, &b)
 	if f == nil {
@@ -202,50 +205,33 @@ func (e *arcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	if consumererror.IsPermanent(err) {
 		return err
 	}
-	return consumererror.NewTraces(err, remainingTraces(td, f.acked*e.cfg.BatchSize))
+	i := slices.Index(b.tables, f.table)
+	return partial(err, f, b.tables[:i])
+}
+
+func (e *arcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	c := e.traces.Get().(*otlparrow.TracesConverter)
+	defer e.traces.Put(c)
+	return e.push(ctx, "traces", func(emit otlparrow.Emit) error { return c.Convert(td, emit) },
+		func(err error, f *sendFailure, _ []*schema.Table) error {
+			return consumererror.NewTraces(err, remainingTraces(td, f.acked*e.cfg.BatchSize))
+		})
 }
 
 func (e *arcExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	c := e.logs.Get().(*otlparrow.LogsConverter)
 	defer e.logs.Put(c)
-	var b batches
-	defer b.release()
-	if err := c.Convert(ld, b.add); err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("convert logs: %w", err))
-	}
-	f := e.send(ctx, &b)
-	if f == nil {
-		return nil
-	}
-	err := classify(f.err)
-	if consumererror.IsPermanent(err) {
-		return err
-	}
-	var done []*schema.Table
-	for _, t := range b.tables {
-		if t == f.table {
-			break
-		}
-		done = append(done, t)
-	}
-	return consumererror.NewLogs(err, remainingLogs(ld, done, f.table, f.acked*e.cfg.BatchSize))
+	return e.push(ctx, "logs", func(emit otlparrow.Emit) error { return c.Convert(ld, emit) },
+		func(err error, f *sendFailure, sent []*schema.Table) error {
+			return consumererror.NewLogs(err, remainingLogs(ld, sent, f.table, f.acked*e.cfg.BatchSize))
+		})
 }
 
 func (e *arcExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
 	c := e.metrics.Get().(*otlparrow.MetricsConverter)
 	defer e.metrics.Put(c)
-	var b batches
-	defer b.release()
-	if err := c.Convert(md, b.add); err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("convert metrics: %w", err))
-	}
-	f := e.send(ctx, &b)
-	if f == nil {
-		return nil
-	}
-	err := classify(f.err)
-	if consumererror.IsPermanent(err) {
-		return err
-	}
-	return consumererror.NewMetrics(err, remainingMetrics(md, f.acked*e.cfg.BatchSize))
+	return e.push(ctx, "metrics", func(emit otlparrow.Emit) error { return c.Convert(md, emit) },
+		func(err error, f *sendFailure, _ []*schema.Table) error {
+			return consumererror.NewMetrics(err, remainingMetrics(md, f.acked*e.cfg.BatchSize))
+		})
 }
