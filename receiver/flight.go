@@ -44,7 +44,11 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	schemaFrame := arcflight.AppendFrame(nil, first.DataHeader, first.DataBody)
+	if !arcflight.SameSchemaHeader(t.SchemaFrame, first.DataHeader) || len(first.DataBody) > 0 {
+		return status.Errorf(codes.InvalidArgument,
+			"schema of the stream is not the %s table's schema (docs/SCHEMA.md; send batches built from it)", table)
+	}
+	schemaFrame := t.SchemaFrame
 	ctx := stream.Context()
 	for seq := uint64(0); ; seq++ {
 		fd, err := stream.Recv()
@@ -65,6 +69,9 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 }
 
 func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) error {
+	if err := arcflight.CheckBodyLength(fd.DataHeader, fd.DataBody); err != nil {
+		return status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+	}
 	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)
 	payload = append(payload, schemaFrame...)
 	payload = arcflight.AppendEOS(arcflight.AppendFrame(payload, fd.DataHeader, fd.DataBody))

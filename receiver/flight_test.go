@@ -125,8 +125,8 @@ func TestDoPutRejectsBadInput(t *testing.T) {
 		{"descriptor is not a path", &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte("x")}, good, "descriptor must be a path"},
 		{"path traversal in database", arcflight.Descriptor("../etc", "logs"), good, `database "../etc"`},
 		{"unknown table", arcflight.Descriptor("default", "nope"), good, `unknown table "nope"`},
-		{"schema of another table", arcflight.Descriptor("default", "traces"), good, "schema does not match the table traces"},
-		{"wrong column type", arcflight.Descriptor("default", "logs"), wrong, "got 1 columns, want 31"},
+		{"schema of another table", arcflight.Descriptor("default", "traces"), good, "schema of the stream is not the traces table's schema"},
+		{"wrong column type", arcflight.Descriptor("default", "logs"), wrong, "schema of the stream is not the logs table's schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

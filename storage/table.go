@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
@@ -19,7 +20,10 @@ type Table struct {
 	Arrow        *arrow.Schema
 	Parquet      *parquet.Schema
 	BloomColumns []string
-	timeCol      int
+	// SchemaFrame is the table's IPC schema message; streams are decoded
+	// with it (see arcflight.SchemaFrame).
+	SchemaFrame []byte
+	timeCol     int
 }
 
 // Errors that name what is wrong with a batch; the receiver maps them to
@@ -29,7 +33,35 @@ var (
 	ErrSchemaMismatch = errors.New("record batch schema does not match the table")
 	ErrNullInRequired = errors.New("null in a non-nullable column")
 	ErrInvalidUTF8    = errors.New("string is not valid UTF-8")
+	ErrMalformed      = errors.New("malformed record batch")
 )
+
+type fullValidator interface{ ValidateFull() error }
+
+func checkBuffers(arr arrow.Array) error {
+	d := arr.Data()
+	end := d.Offset() + d.Len()
+	bufs := d.Buffers()
+	if len(bufs) > 0 && bufs[0] != nil && bufs[0].Len()*8 < end {
+		return fmt.Errorf("validity bitmap has %d bytes for %d rows", bufs[0].Len(), end)
+	}
+	var width int
+	switch arr.DataType().ID() {
+	case arrow.INT64, arrow.TIMESTAMP, arrow.FLOAT64:
+		width = 64
+	case arrow.INT32:
+		width = 32
+	case arrow.BOOL:
+		width = 1
+	}
+	if width > 0 && (len(bufs) < 2 || bufs[1] == nil || bufs[1].Len()*8 < end*width) {
+		return fmt.Errorf("value buffer too short for %d rows", end)
+	}
+	if v, ok := arr.(fullValidator); ok {
+		return v.ValidateFull()
+	}
+	return nil
+}
 
 var tables = func() map[string]*Table {
 	m := map[string]*Table{}
@@ -40,6 +72,7 @@ var tables = func() map[string]*Table {
 			Arrow:        st.Arrow,
 			Parquet:      st.Parquet,
 			BloomColumns: st.BloomColumns,
+			SchemaFrame:  arcflight.SchemaFrame(st.Arrow),
 			timeCol:      st.FieldIndex(schema.ColTime),
 		}
 	}
@@ -64,6 +97,9 @@ func (t *Table) Check(rec arrow.RecordBatch) error {
 		return fmt.Errorf("%w %s: got %s", ErrSchemaMismatch, t.Name, describe(rec.Schema(), t.Arrow))
 	}
 	for i, f := range t.Arrow.Fields() {
+		if n := rec.Column(i).Len(); int64(n) != rec.NumRows() {
+			return fmt.Errorf("%w: column %q has %d rows, the batch %d", ErrMalformed, f.Name, n, rec.NumRows())
+		}
 		if err := checkArray(f.Name, f.Nullable, rec.Column(i)); err != nil {
 			return err
 		}
@@ -86,7 +122,13 @@ func describe(got, want *arrow.Schema) string {
 	return "schema metadata differs"
 }
 
+// checkArray checks what the IPC reader does not: that buffers and offsets
+// hold what the lengths promise (a hostile batch could otherwise make a read
+// go out of bounds), then the contract's own rules.
 func checkArray(name string, nullable bool, arr arrow.Array) error {
+	if err := checkBuffers(arr); err != nil {
+		return fmt.Errorf("%w: column %q: %v", ErrMalformed, name, err)
+	}
 	if !nullable && arr.NullN() > 0 {
 		return fmt.Errorf("%w %q", ErrNullInRequired, name)
 	}
@@ -109,6 +151,9 @@ func checkArray(name string, nullable bool, arr arrow.Array) error {
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		for i, f := range st.Fields() {
+			if c := a.Field(i); c.Len() < a.Len() {
+				return fmt.Errorf("%w: column %q: child %q has %d rows, want %d", ErrMalformed, name, f.Name, c.Len(), a.Len())
+			}
 			if err := checkArray(name+"."+f.Name, f.Nullable, a.Field(i)); err != nil {
 				return err
 			}

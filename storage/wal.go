@@ -103,12 +103,24 @@ func appendPayloadHeader(dst []byte, database, table string) []byte {
 	return append(dst, table...)
 }
 
+// frameHeader fills the record header of the payload parts head and body.
+func frameHeader(dst *[recordHeaderSize]byte, head, body []byte) {
+	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, body)
+	binary.LittleEndian.PutUint32(dst[0:4], uint32(len(head)+len(body)))
+	binary.LittleEndian.PutUint32(dst[4:8], crc)
+}
+
+// encodeFrame returns a whole record: header, head, body.
+func encodeFrame(head, body []byte) []byte {
+	var h [recordHeaderSize]byte
+	frameHeader(&h, head, body)
+	return append(append(h[:], head...), body...)
+}
+
 // write buffers one record made of the payload parts head and body.
 func (w *wal) write(head, body []byte) error {
 	n := len(head) + len(body)
-	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, body)
-	binary.LittleEndian.PutUint32(w.header[0:4], uint32(n))
-	binary.LittleEndian.PutUint32(w.header[4:8], crc)
+	frameHeader(&w.header, head, body)
 	w.w.Write(w.header[:])
 	w.w.Write(head)
 	_, err := w.w.Write(body)

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 )
 
 // ErrNotOneRecord reports an IPC payload that is not exactly one record batch.
@@ -35,7 +36,17 @@ func AppendEOS(dst []byte) []byte {
 
 // DecodeRecord decodes an IPC stream of one schema and one record batch. The
 // record owns its memory (allocated from mem), not the payload's.
-func DecodeRecord(payload []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+func DecodeRecord(payload []byte, mem memory.Allocator) (rec arrow.RecordBatch, err error) {
+	// The IPC reader panics on some malformed messages; a bad batch must be
+	// an error for its stream, not a crash of the sidecar.
+	defer func() {
+		if p := recover(); p != nil {
+			if rec != nil {
+				rec.Release()
+			}
+			rec, err = nil, fmt.Errorf("malformed arrow ipc: %v", p)
+		}
+	}()
 	r, err := ipc.NewReader(bytes.NewReader(payload), ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, fmt.Errorf("read arrow schema: %w", err)
@@ -47,7 +58,7 @@ func DecodeRecord(payload []byte, mem memory.Allocator) (arrow.RecordBatch, erro
 		}
 		return nil, ErrNotOneRecord
 	}
-	rec := r.RecordBatch()
+	rec = r.RecordBatch()
 	rec.Retain()
 	if r.Next() {
 		rec.Release()
@@ -58,4 +69,64 @@ func DecodeRecord(payload []byte, mem memory.Allocator) (arrow.RecordBatch, erro
 		return nil, fmt.Errorf("read arrow record batch: %w", err)
 	}
 	return rec, nil
+}
+
+// SchemaFrame returns the encapsulated IPC schema message of s as arrow-go
+// writes it. The sidecar builds every stream it decodes from this frame
+// rather than from the client's schema message: decoding a hostile schema
+// message can make the IPC reader allocate without bound (a field count is
+// trusted before it is checked), while comparing bytes cannot.
+func SchemaFrame(s *arrow.Schema) []byte {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(s))
+	if err := w.Close(); err != nil {
+		panic(fmt.Sprintf("arcflight: encode schema: %v", err))
+	}
+	return buf.Bytes()[:buf.Len()-8] // drop the end-of-stream marker
+}
+
+// SameSchemaHeader reports whether a Flight message header is the schema
+// message of frame (a SchemaFrame), up to padding.
+func SameSchemaHeader(frame, header []byte) bool {
+	if len(frame) < 8 {
+		return false
+	}
+	want := frame[8 : 8+int(binary.LittleEndian.Uint32(frame[4:8]))]
+	if len(header) > len(want) || !bytes.Equal(want[:len(header)], header) {
+		return false
+	}
+	for _, b := range want[len(header):] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrBodyLength reports a message whose declared body length is not the
+// length of the body that came with it.
+var ErrBodyLength = errors.New("message body length does not match its header")
+
+// CheckBodyLength compares the bodyLength field of an IPC message header
+// (flatbuffer table Message, field 3) with the body received: the IPC reader
+// allocates what the header declares before reading, so a hostile header
+// could otherwise ask for any amount of memory.
+func CheckBodyLength(header, body []byte) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = fmt.Errorf("%w: header is not a valid flatbuffer", ErrBodyLength)
+		}
+	}()
+	if len(header) < 8 {
+		return fmt.Errorf("%w: header of %d bytes", ErrBodyLength, len(header))
+	}
+	t := flatbuffers.Table{Bytes: header, Pos: flatbuffers.GetUOffsetT(header)}
+	var declared int64
+	if o := flatbuffers.UOffsetT(t.Offset(10)); o != 0 {
+		declared = t.GetInt64(o + t.Pos)
+	}
+	if declared != int64(len(body)) {
+		return fmt.Errorf("%w: header says %d bytes, got %d", ErrBodyLength, declared, len(body))
+	}
+	return nil
 }
