@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,7 +35,13 @@ var (
 	ErrNullInRequired = errors.New("null in a non-nullable column")
 	ErrInvalidUTF8    = errors.New("string is not valid UTF-8")
 	ErrMalformed      = errors.New("malformed record batch")
+	ErrTimeRange      = errors.New("time outside the accepted range")
 )
+
+// maxFuture bounds how far ahead of the sidecar's clock a row's time may be:
+// further is a unit mix-up (seconds sent as nanoseconds and the like) that
+// would scatter rows into partitions nobody queries.
+const maxFuture = 366 * 24 * time.Hour
 
 type fullValidator interface{ ValidateFull() error }
 
@@ -57,8 +64,31 @@ func checkBuffers(arr arrow.Array) error {
 	if width > 0 && (len(bufs) < 2 || bufs[1] == nil || bufs[1].Len()*8 < end*width) {
 		return fmt.Errorf("value buffer too short for %d rows", end)
 	}
+	if s, ok := arr.(*array.String); ok {
+		// Offsets only: the UTF-8 check after this names the bad row.
+		return checkStringOffsets(s)
+	}
 	if v, ok := arr.(fullValidator); ok {
 		return v.ValidateFull()
+	}
+	return nil
+}
+
+func checkStringOffsets(s *array.String) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.Len() == 0 {
+		return nil
+	}
+	offs := s.ValueOffsets()
+	if offs[0] < 0 {
+		return fmt.Errorf("negative string offset %d", offs[0])
+	}
+	for i := 1; i < len(offs); i++ {
+		if offs[i] < offs[i-1] {
+			return fmt.Errorf("string offsets decrease at row %d", i-1)
+		}
 	}
 	return nil
 }
@@ -102,6 +132,16 @@ func (t *Table) Check(rec arrow.RecordBatch) error {
 		}
 		if err := checkArray(f.Name, f.Nullable, rec.Column(i)); err != nil {
 			return err
+		}
+	}
+	return t.checkTime(rec)
+}
+
+func (t *Table) checkTime(rec arrow.RecordBatch) error {
+	limit := time.Now().Add(maxFuture).UnixNano()
+	for i, v := range rec.Column(t.timeCol).(*array.Timestamp).Values() {
+		if v < 0 || int64(v) > limit {
+			return fmt.Errorf("%w: row %d has time %d ns (want 1970-01-01 to one year from now, in ns since the Unix epoch)", ErrTimeRange, i, v)
 		}
 	}
 	return nil

@@ -1,0 +1,70 @@
+package storage
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/storagetest"
+)
+
+// withColumn returns rec with column name replaced by arr.
+func withColumn(t *testing.T, rec arrow.RecordBatch, name string, arr arrow.Array) arrow.RecordBatch {
+	t.Helper()
+	idx := rec.Schema().FieldIndices(name)
+	require.Len(t, idx, 1)
+	cols := append([]arrow.Array(nil), rec.Columns()...)
+	cols[idx[0]] = arr
+	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+}
+
+func strings1(vals ...string) arrow.Array {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(vals, nil)
+	return b.NewArray()
+}
+
+func TestCheckRejectsBadBatches(t *testing.T) {
+	tbl, err := LookupTable(schema.TableLogs)
+	require.NoError(t, err)
+	good, _ := storagetest.LogBatch(t, "m", t0, t0)
+	defer good.Release()
+	require.NoError(t, tbl.Check(good))
+
+	nullMsg := array.NewStringBuilder(memory.DefaultAllocator)
+	nullMsg.Append("ok")
+	nullMsg.AppendNull()
+	times := func(ts ...int64) arrow.Array {
+		b := array.NewTimestampBuilder(memory.DefaultAllocator, schema.TimestampType)
+		for _, v := range ts {
+			b.Append(arrow.Timestamp(v))
+		}
+		return b.NewArray()
+	}
+	tests := []struct {
+		name string
+		rec  arrow.RecordBatch
+		err  error
+		msg  string
+	}{
+		{"invalid UTF-8 in a string column", withColumn(t, good, "message", strings1("ok", "bad\xff")), ErrInvalidUTF8, `column "message" row 1`},
+		{"null in a non-nullable column", withColumn(t, good, "message", nullMsg.NewArray()), ErrNullInRequired, `"message"`},
+		{"time before 1970", withColumn(t, good, "time", times(int64(t0.UnixNano()), -1)), ErrTimeRange, "row 1 has time -1 ns"},
+		{"time in seconds read as far future", withColumn(t, good, "time", times(int64(t0.UnixNano()), time.Now().Add(400*24*time.Hour).UnixNano())), ErrTimeRange, "row 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer tt.rec.Release()
+			err := tbl.Check(tt.rec)
+			assert.ErrorIs(t, err, tt.err)
+			assert.ErrorContains(t, err, tt.msg)
+		})
+	}
+}
