@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
@@ -35,7 +37,14 @@ type config struct {
 	logFormat      string
 	logLevel       string
 	shutdownWait   time.Duration
+	tokenFile      string
+	tlsCert        string
+	tlsKey         string
 }
+
+// tokenEnv holds comma-separated bearer tokens, for deployments that pass
+// secrets in the environment.
+const tokenEnv = "ARCSTORE_AUTH_TOKENS"
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -50,11 +59,17 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for open streams before closing them")
+	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
+	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
+	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return c, errors.New("-tls-cert-file and -tls-key-file go together")
 	}
 	return c, nil
 }
@@ -95,6 +110,18 @@ func main() {
 }
 
 func run(c config, log *slog.Logger) error {
+	tokens, err := receiver.LoadTokens(c.tokenFile, os.Getenv(tokenEnv))
+	if err != nil {
+		return err
+	}
+	var tlsConfig *tls.Config
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("load TLS key pair: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	mem := memory.DefaultAllocator
 	store, err := storage.Open(storage.Options{
 		DataDir:        c.dataDir,
@@ -119,14 +146,24 @@ func run(c config, log *slog.Logger) error {
 		store.Close()
 		return fmt.Errorf("listen http: %w", err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(64 << 20),
+		grpc.ChainStreamInterceptor(tokens.StreamInterceptor()),
+		grpc.ChainUnaryInterceptor(tokens.UnaryInterceptor()),
+	}
+	if tlsConfig != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+		httpLis = tls.NewListener(httpLis, tlsConfig)
+	}
+	gs := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem})
 	hs := &http.Server{Handler: receiver.NewHTTPHandler(store), ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLis) }()
 	go func() { errc <- hs.Serve(httpLis) }()
-	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String())
+	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
+		"tls", tlsConfig != nil, "auth", tokens.Enabled())
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

@@ -176,6 +176,7 @@ exporters:
     database: default
     retry_on_failure: {enabled: true, initial_interval: 100ms, max_interval: 1s, max_elapsed_time: 0s}
     sending_queue: {enabled: true, num_consumers: 4, queue_size: 1000}
+%[6]s
 extensions:
   health_check: {endpoint: "%[4]s"}
 service:
@@ -196,12 +197,19 @@ service:
 
 func startCollector(t *testing.T, sidecarGRPC string) *collector {
 	t.Helper()
+	return startCollectorWith(t, sidecarGRPC, "")
+}
+
+// startCollectorWith adds exporterYAML (indented four spaces) to the arc
+// exporter's settings.
+func startCollectorWith(t *testing.T, sidecarGRPC, exporterYAML string) *collector {
+	t.Helper()
 	c := &collector{otlpGRPC: addr(freePort(t)), otlpHTTP: addr(freePort(t))}
 	health := addr(freePort(t))
 	metricsPort := freePort(t)
 	c.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	cfg := filepath.Join(t.TempDir(), "otelcol.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(collectorConfig, c.otlpGRPC, c.otlpHTTP, sidecarGRPC, health, metricsPort)), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(collectorConfig, c.otlpGRPC, c.otlpHTTP, sidecarGRPC, health, metricsPort, exporterYAML)), 0o600))
 	c.proc = start(t, "otelcol-arc", tool(t, "OTELCOL_BIN", "otelcol-arc"), "--config", cfg)
 	waitHTTP(t, "http://"+health+"/", 60*time.Second, c.proc)
 	return c
