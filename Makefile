@@ -14,7 +14,7 @@ DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
 
-.PHONY: all build tools run test test-short bench lint generate clean
+.PHONY: all build tools run test chaos fuzz bench lint clean
 
 all: build
 
@@ -54,6 +54,17 @@ run: build
 
 test: tools build
 	PATH="$(TOOLS):$$PATH" $(GO) test -race -count=1 -timeout 20m ./...
+
+# The kill loop of TestChaosSidecarKills at full length (make test runs 3 kills).
+CHAOS_KILLS ?= 12
+chaos: tools build
+	ARC_CHAOS_KILLS=$(CHAOS_KILLS) PATH="$(TOOLS):$$PATH" $(GO) test -count=1 -v -run TestChaos -timeout 30m ./internal/e2e/ | grep -E 'chaos:|kill|^(---|ok|FAIL)'
+
+# Each fuzz target for FUZZTIME (the corpus under testdata/fuzz also runs in make test).
+FUZZTIME ?= 10m
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeAndCheckBatch -fuzztime $(FUZZTIME) ./storage/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeWALRecord -fuzztime $(FUZZTIME) ./storage/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/otlparrow/ ./internal/parquetfile/

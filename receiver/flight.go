@@ -69,7 +69,7 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 }
 
 func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) error {
-	if err := arcflight.CheckBodyLength(fd.DataHeader, fd.DataBody); err != nil {
+	if err := arcflight.CheckMessage(fd.DataHeader, fd.DataBody); err != nil {
 		return status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)

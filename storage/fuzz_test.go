@@ -52,7 +52,7 @@ func FuzzDecodeAndCheckBatch(f *testing.F) {
 	f.Add(header, body)
 	f.Add(header, body[:len(body)/2])
 	f.Fuzz(func(t *testing.T, header, body []byte) {
-		if arcflight.CheckBodyLength(header, body) != nil {
+		if arcflight.CheckMessage(header, body) != nil {
 			return
 		}
 		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)

@@ -61,7 +61,7 @@ func checkBuffers(arr arrow.Array) error {
 	case arrow.BOOL:
 		width = 1
 	}
-	if width > 0 && (len(bufs) < 2 || bufs[1] == nil || bufs[1].Len()*8 < end*width) {
+	if width > 0 && end > 0 && (len(bufs) < 2 || bufs[1] == nil || bufs[1].Len()*8 < end*width) {
 		return fmt.Errorf("value buffer too short for %d rows", end)
 	}
 	if s, ok := arr.(*array.String); ok {

@@ -103,30 +103,57 @@ func SameSchemaHeader(frame, header []byte) bool {
 	return true
 }
 
-// ErrBodyLength reports a message whose declared body length is not the
-// length of the body that came with it.
-var ErrBodyLength = errors.New("message body length does not match its header")
+// Errors CheckMessage returns.
+var (
+	ErrBodyLength  = errors.New("message body length does not match its header")
+	ErrNotBatch    = errors.New("message is not a record batch")
+	ErrCompression = errors.New("IPC body compression is not accepted (use gRPC compression)")
+)
 
-// CheckBodyLength compares the bodyLength field of an IPC message header
-// (flatbuffer table Message, field 3) with the body received: the IPC reader
-// allocates what the header declares before reading, so a hostile header
-// could otherwise ask for any amount of memory.
-func CheckBodyLength(header, body []byte) (err error) {
+// flatbuffer layout of the IPC Message table (Message.fbs): vtable slots of
+// header_type, header and bodyLength; and of the RecordBatch table's
+// compression field. MessageHeader 3 is RecordBatch.
+const (
+	slotHeaderType  = 6
+	slotHeader      = 8
+	slotBodyLength  = 10
+	slotCompression = 10
+	headerRecord    = 3
+)
+
+// CheckMessage checks a record batch message before the IPC reader sees it,
+// because the reader trusts what the header declares: it allocates the
+// declared body length, and the declared uncompressed size of compressed
+// buffers (a decompression bomb). The body must be exactly as long as
+// declared and uncompressed: the exporter never compresses IPC bodies.
+func CheckMessage(header, body []byte) (err error) {
 	defer func() {
 		if recover() != nil {
-			err = fmt.Errorf("%w: header is not a valid flatbuffer", ErrBodyLength)
+			err = fmt.Errorf("%w: header is not a valid flatbuffer", ErrNotBatch)
 		}
 	}()
 	if len(header) < 8 {
-		return fmt.Errorf("%w: header of %d bytes", ErrBodyLength, len(header))
+		return fmt.Errorf("%w: header of %d bytes", ErrNotBatch, len(header))
 	}
-	t := flatbuffers.Table{Bytes: header, Pos: flatbuffers.GetUOffsetT(header)}
+	msg := flatbuffers.Table{Bytes: header, Pos: flatbuffers.GetUOffsetT(header)}
+	if o := flatbuffers.UOffsetT(msg.Offset(slotHeaderType)); o == 0 || msg.GetByte(o+msg.Pos) != headerRecord {
+		return ErrNotBatch
+	}
 	var declared int64
-	if o := flatbuffers.UOffsetT(t.Offset(10)); o != 0 {
-		declared = t.GetInt64(o + t.Pos)
+	if o := flatbuffers.UOffsetT(msg.Offset(slotBodyLength)); o != 0 {
+		declared = msg.GetInt64(o + msg.Pos)
 	}
 	if declared != int64(len(body)) {
 		return fmt.Errorf("%w: header says %d bytes, got %d", ErrBodyLength, declared, len(body))
+	}
+	o := flatbuffers.UOffsetT(msg.Offset(slotHeader))
+	if o == 0 {
+		return ErrNotBatch
+	}
+	var batch flatbuffers.Table
+	msg.Union(&batch, o)
+	if batch.Offset(slotCompression) != 0 {
+		return ErrCompression
 	}
 	return nil
 }

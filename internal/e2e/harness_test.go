@@ -264,7 +264,9 @@ func (c *collector) waitDrained(t *testing.T, timeout time.Duration) map[string]
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("exporter did not drain within %s: %v", timeout, got)
+			t.Fatalf("exporter did not drain within %s: accepted %v; sent spans %v, failed spans %v, queue size %v", timeout, got,
+				c.metric(t, "otelcol_exporter_sent_spans", ""), c.metric(t, "otelcol_exporter_send_failed_spans", ""),
+				c.metric(t, "otelcol_exporter_queue_size", ""))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// chaosKills is how many times the chaos test kills the sidecar: a few in
+// `make test`, ARC_CHAOS_KILLS=12 (or more) in `make chaos`.
+func chaosKills(t *testing.T) int {
+	if s := os.Getenv("ARC_CHAOS_KILLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		return n
+	}
+	return 3
+}
+
+// spanSender sends traces of unique spans to the collector and remembers
+// which ones the collector acknowledged.
+type spanSender struct {
+	client ptraceotlp.GRPCClient
+	next   atomic.Uint64
+	mu     sync.Mutex
+	acked  map[string]bool
+	failed int
+}
+
+func (s *spanSender) send(ctx context.Context, n int) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "chaos")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	ids := make([]string, 0, n)
+	now := pcommon.NewTimestampFromTime(time.Now())
+	for range n {
+		id := s.next.Add(1)
+		var sid pcommon.SpanID
+		binary.BigEndian.PutUint64(sid[:], id)
+		sp := spans.AppendEmpty()
+		sp.SetTraceID(pcommon.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+		sp.SetSpanID(sid)
+		sp.SetName("op")
+		sp.SetStartTimestamp(now)
+		sp.SetEndTimestamp(now + 1000)
+		ids = append(ids, hex.EncodeToString(sid[:]))
+	}
+	_, err := s.client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.failed++
+		return
+	}
+	for _, id := range ids {
+		s.acked[id] = true
+	}
+}
+
+// TestChaosSidecarKills drives steady load through the collector while the
+// sidecar is killed with SIGKILL at random moments and restarted. Every span
+// the collector acknowledged must end up in Parquet exactly once.
+func TestChaosSidecarKills(t *testing.T) {
+	kills := chaosKills(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	grpcAddr, httpAddr := addr(freePort(t)), addr(freePort(t))
+	// A short flush interval puts kills in the middle of flushes and
+	// publishes too, not only between acknowledgements.
+	args := []string{"-flush-interval", "150ms"}
+	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
+	col := startCollector(t, grpcAddr)
+
+	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				sender.send(context.Background(), 250)
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+
+	for i := range kills {
+		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
+		sc.kill()
+		t.Logf("kill %d: %d spans acknowledged so far", i+1, len(sender.acked))
+		sc = startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	wg.Wait()
+	col.waitDrained(t, 120*time.Second)
+	sc.stop(t, 30*time.Second)
+
+	rows := duckdb(t, fmt.Sprintf("SELECT span_id, count(*) AS n FROM %s GROUP BY span_id", table(dataDir, "traces")))
+	found := map[string]int{}
+	for _, r := range rows {
+		found[r["span_id"].(string)] = int(r["n"].(float64))
+	}
+	lost, dup := 0, 0
+	for id := range sender.acked {
+		switch found[id] {
+		case 0:
+			lost++
+		case 1:
+		default:
+			dup++
+		}
+	}
+	for id, n := range found {
+		if !sender.acked[id] && n > 1 {
+			dup++
+		}
+	}
+	t.Logf("chaos: kills survived %d, spans acknowledged %d, rows found %d, lost %d, duplicated %d, client errors %d",
+		kills, len(sender.acked), len(rows), lost, dup, sender.failed)
+	require.Positive(t, len(sender.acked))
+	assert.Zero(t, lost, "acknowledged spans missing from Parquet")
+	assert.Zero(t, dup, "spans stored more than once")
+}
