@@ -27,7 +27,7 @@ bin/arcstore: $(GO_SOURCES)
 # whenever the builder config or any Go source of this module changes.
 bin/otelcol-arc: builder-config.yaml $(GO_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
-	mkdir -p bin && cp _build/otelcol-arc $@
+	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
 tools: $(OCB) $(TELEMETRYGEN) $(DUCKDB)
 

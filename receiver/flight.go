@@ -83,7 +83,8 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 	if err := t.Check(rec); err != nil {
 		return status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
-	if err := s.Store.Append(ctx, database, t, payload, rec); err != nil {
+	id := storage.NewBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
+	if err := s.Store.Append(ctx, id, database, t, payload, rec); err != nil {
 		return appendStatus(err, seq)
 	}
 	return nil

@@ -30,6 +30,12 @@ func (s *Store) prepare(gen *generation) (*flushIntent, error) {
 		}
 		in.Files = append(in.Files, step)
 	}
+	// Before any WAL segment goes away with the publish, the IDs of the
+	// batches it holds must be safe elsewhere.
+	if err := s.saveBatchIDs(); err != nil {
+		s.removeTemps(in)
+		return nil, err
+	}
 	if len(in.Files) > 0 {
 		if err := s.writeIntent(in); err != nil {
 			s.removeTemps(in)

@@ -17,7 +17,7 @@ import (
 func FuzzDecodeWALRecord(f *testing.F) {
 	rec, ipc := storagetest.LogBatch(f, "seed", time.Unix(1700000000, 0))
 	rec.Release()
-	frame := encodeFrame(appendPayloadHeader(nil, "default", "logs"), ipc)
+	frame := encodeFrame(appendPayloadHeader(nil, "default", "logs", BatchID{}), ipc)
 	f.Add(frame)
 	f.Add(frame[:len(frame)/2])
 	f.Add([]byte{})

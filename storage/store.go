@@ -33,6 +33,9 @@ type Options struct {
 	// ErrBackpressure instead of growing.
 	MaxBufferBytes int64
 	RowGroupRows   int64
+	// DedupWindow is how long batch IDs are remembered to drop retried
+	// copies of batches already stored.
+	DedupWindow time.Duration
 	Logger         *slog.Logger
 	FS             FS
 	Allocator      memory.Allocator
@@ -62,6 +65,7 @@ type Store struct {
 	sysDir string
 	tmpDir string
 	wal    *wal
+	dedup  *dedup
 
 	appends chan *appendReq
 	rotates chan chan *generation
@@ -82,6 +86,8 @@ type Store struct {
 }
 
 type appendReq struct {
+	id       BatchID
+	dup      bool // a copy of a stored batch: acknowledged, not written
 	database string
 	table    *Table
 	ipc      []byte
@@ -109,6 +115,7 @@ func Open(opts Options) (*Store, error) {
 		quit:     make(chan struct{}),
 		gen:      newGeneration(),
 		madeDirs: map[string]bool{},
+		dedup:    newDedup(opts.DedupWindow),
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.wal = &wal{fs: s.fs, dir: filepath.Join(s.sysDir, walDirName), log: s.log}
@@ -135,6 +142,9 @@ func withDefaults(o Options) Options {
 	if o.MaxBufferBytes <= 0 {
 		o.MaxBufferBytes = DefaultMaxBufferBytes
 	}
+	if o.DedupWindow <= 0 {
+		o.DedupWindow = DefaultDedupWindow
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -157,6 +167,9 @@ func (s *Store) recover() error {
 		return err
 	}
 	if err := s.clearTmp(); err != nil {
+		return err
+	}
+	if err := s.loadBatchIDs(); err != nil {
 		return err
 	}
 	seqs, err := segments(s.fs, s.wal.dir)
@@ -184,6 +197,7 @@ func (s *Store) recover() error {
 }
 
 func (s *Store) replayEntry(e walEntry) error {
+	s.dedup.add(e.id, time.Now().UnixNano())
 	t, err := LookupTable(e.table)
 	if err != nil {
 		return err
@@ -219,7 +233,10 @@ func (s *Store) clearTmp() error {
 // batch is in the fsynced WAL and will be in Parquet exactly once, whatever
 // crashes later. ipc is the batch's Arrow IPC stream, rec its decoded form;
 // Append keeps its own reference to rec.
-func (s *Store) Append(ctx context.Context, database string, t *Table, ipc []byte, rec arrow.RecordBatch) error {
+//
+// id identifies the batch's content (NewBatchID); a batch whose id was
+// stored within the dedup window is acknowledged without a second copy.
+func (s *Store) Append(ctx context.Context, id BatchID, database string, t *Table, ipc []byte, rec arrow.RecordBatch) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closing.Load() {
@@ -229,8 +246,11 @@ func (s *Store) Append(ctx context.Context, database string, t *Table, ipc []byt
 		s.requestFlush()
 		return ErrBackpressure
 	}
+	if s.dedup.has(id) {
+		return nil
+	}
 	rec.Retain()
-	r := &appendReq{database: database, table: t, ipc: ipc, rec: rec, done: make(chan error, 1)}
+	r := &appendReq{id: id, database: database, table: t, ipc: ipc, rec: rec, done: make(chan error, 1)}
 	select {
 	case s.appends <- r:
 	case <-ctx.Done():
@@ -277,15 +297,22 @@ func (s *Store) commitLoop() {
 
 func (s *Store) commitGroup() {
 	durable := s.wal.size
+	inGroup := map[BatchID]bool{}
 	for _, r := range s.group {
-		s.scratch = appendPayloadHeader(s.scratch[:0], r.database, r.table.Name)
+		if r.dup = inGroup[r.id] || s.dedup.has(r.id); r.dup {
+			continue
+		}
+		inGroup[r.id] = true
+		s.scratch = appendPayloadHeader(s.scratch[:0], r.database, r.table.Name, r.id)
 		// A failed write leaves the buffered writer in error; commit reports
 		// it and cuts the segment back.
 		_ = s.wal.write(s.scratch, r.ipc)
 	}
 	err := s.wal.commit(durable)
+	now := time.Now().UnixNano()
 	for _, r := range s.group {
-		if err == nil {
+		if err == nil && !r.dup {
+			s.dedup.add(r.id, now)
 			s.gen.add(r.database, r.table, r.rec, len(r.ipc))
 			s.buffered.Add(int64(len(r.ipc)))
 		}

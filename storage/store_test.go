@@ -34,7 +34,7 @@ func appendBatch(t *testing.T, s *Store, prefix string, times ...time.Time) {
 	tbl, err := LookupTable(schema.TableLogs)
 	require.NoError(t, err)
 	require.NoError(t, tbl.Check(rec))
-	require.NoError(t, s.Append(context.Background(), "default", tbl, payload, rec))
+	require.NoError(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec))
 }
 
 func openStore(t *testing.T, dir string, fsys FS) *Store {
@@ -210,7 +210,7 @@ func TestBackpressureWhenBufferIsFull(t *testing.T) {
 	rec, payload := storagetest.LogBatch(t, "x", t0)
 	defer rec.Release()
 	tbl, _ := LookupTable(schema.TableLogs)
-	assert.ErrorIs(t, s.Append(context.Background(), "default", tbl, payload, rec), ErrBackpressure)
+	assert.ErrorIs(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec), ErrBackpressure)
 }
 
 func TestCheckName(t *testing.T) {
@@ -230,4 +230,36 @@ func TestCheckName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetriedBatchIsStoredOnce covers a batch made durable whose
+// acknowledgement was lost: the retry, before or after a flush or a crash,
+// is acknowledged without a second copy.
+func TestRetriedBatchIsStoredOnce(t *testing.T) {
+	dir := t.TempDir()
+	tbl, err := LookupTable(schema.TableLogs)
+	require.NoError(t, err)
+	rec, payload := storagetest.LogBatch(t, "r", t0, t0.Add(time.Second))
+	defer rec.Release()
+	id := NewBatchID("default", tbl.Name, payload)
+	put := func(s *Store) { require.NoError(t, s.Append(context.Background(), id, "default", tbl, payload, rec)) }
+
+	s := openStore(t, dir, nil)
+	put(s)
+	put(s) // retry while still buffered
+	s.crash()
+	s = openStore(t, dir, nil)
+	put(s) // retry after replay
+	require.NoError(t, s.Flush())
+	put(s) // retry after the WAL segment is gone
+	s.crash()
+	s = openStore(t, dir, nil)
+	put(s) // retry after a restart with nothing left to replay
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"r-0"}, "date=2026-11-22/hour=10": {"r-1"}}, messages(t, dir))
+
+	other, otherPayload := storagetest.LogBatch(t, "r", t0, t0.Add(2*time.Second))
+	defer other.Release()
+	assert.NotEqual(t, id, NewBatchID("default", tbl.Name, otherPayload), "different content, different id")
+	assert.NotEqual(t, id, NewBatchID("other", tbl.Name, payload), "same content in another database is another batch")
 }

@@ -21,14 +21,14 @@ import (
 //
 // and a record's payload is
 //
-//	uint8 version | uint16 len | database | uint16 len | table | Arrow IPC stream
+//	uint8 version | uint16 len | database | uint16 len | table | 32-byte batch ID | Arrow IPC stream
 //
 // Segments are named by a sequence number that only grows. A segment is
 // complete once the next one exists: rotation happens only after an fsync.
 const (
 	segmentExt       = ".wal"
 	recordHeaderSize = 8
-	payloadVersion   = 1
+	payloadVersion   = 2
 	// maxRecordSize bounds what replay will allocate for one record, so a
 	// corrupted length cannot ask for gigabytes.
 	maxRecordSize = 1 << 30
@@ -95,12 +95,13 @@ func (w *wal) openSegment(seq uint64) error {
 }
 
 // encodeHeader returns the record header for payload parts written in order.
-func appendPayloadHeader(dst []byte, database, table string) []byte {
+func appendPayloadHeader(dst []byte, database, table string, id BatchID) []byte {
 	dst = append(dst, payloadVersion)
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(database)))
 	dst = append(dst, database...)
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(table)))
-	return append(dst, table...)
+	dst = append(dst, table...)
+	return append(dst, id[:]...)
 }
 
 // frameHeader fills the record header of the payload parts head and body.
@@ -181,6 +182,7 @@ type walEntry struct {
 	seq      uint64
 	database string
 	table    string
+	id       BatchID
 	ipc      []byte
 }
 
@@ -240,7 +242,11 @@ func decodePayload(p []byte) (walEntry, error) {
 	if e.table, p, ok = cutString(p); !ok {
 		return e, fmt.Errorf("%w: table name", errCorrupt)
 	}
-	e.ipc = p
+	if len(p) < len(e.id) {
+		return e, fmt.Errorf("%w: batch id", errCorrupt)
+	}
+	copy(e.id[:], p)
+	e.ipc = p[len(e.id):]
 	return e, nil
 }
 
