@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -115,28 +114,9 @@ func TestChaosSidecarKills(t *testing.T) {
 	col.waitDrained(t, 120*time.Second)
 	sc.stop(t, 30*time.Second)
 
-	rows := duckdb(t, fmt.Sprintf("SELECT span_id, count(*) AS n FROM %s GROUP BY span_id", table(dataDir, "traces")))
-	found := map[string]int{}
-	for _, r := range rows {
-		found[r["span_id"].(string)] = int(r["n"].(float64))
-	}
-	lost, dup := 0, 0
-	for id := range sender.acked {
-		switch found[id] {
-		case 0:
-			lost++
-		case 1:
-		default:
-			dup++
-		}
-	}
-	for id, n := range found {
-		if !sender.acked[id] && n > 1 {
-			dup++
-		}
-	}
-	t.Logf("chaos: kills survived %d, spans acknowledged %d, rows found %d, lost %d, duplicated %d, client errors %d",
-		kills, len(sender.acked), len(rows), lost, dup, sender.failed)
+	lost, dup := checkSpans(t, dataDir, sender)
+	t.Logf("chaos: kills survived %d, spans acknowledged %d, lost %d, duplicated %d, client requests refused %d",
+		kills, len(sender.acked), lost, dup, sender.failed)
 	require.Positive(t, len(sender.acked))
 	assert.Zero(t, lost, "acknowledged spans missing from Parquet")
 	assert.Zero(t, dup, "spans stored more than once")

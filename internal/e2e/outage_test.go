@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// outage is how long the outage test keeps the sidecar down: a few seconds
+// in make test, ARC_OUTAGE_SECONDS=60 for the full run.
+func outage(t *testing.T) time.Duration {
+	if s := os.Getenv("ARC_OUTAGE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		return time.Duration(n) * time.Second
+	}
+	return 4 * time.Second
+}
+
+// TestSidecarOutage keeps load on the collector while the sidecar is down,
+// then starts it: every span the collector acknowledged arrives once.
+func TestSidecarOutage(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	grpcAddr, httpAddr := addr(freePort(t)), addr(freePort(t))
+	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, "-flush-interval", "500ms")
+	col := startCollector(t, grpcAddr)
+	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			sender.send(context.Background(), 100)
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	time.Sleep(500 * time.Millisecond)
+	sc.stop(t, 30*time.Second)
+	time.Sleep(outage(t))
+	sc = startSidecar(t, dataDir, grpcAddr, httpAddr, "-flush-interval", "500ms")
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	wg.Wait()
+	col.waitDrained(t, 120*time.Second)
+	sc.stop(t, 30*time.Second)
+
+	lost, dup := checkSpans(t, dataDir, sender)
+	t.Logf("outage %s: spans acknowledged %d, lost %d, duplicated %d", outage(t), len(sender.acked), lost, dup)
+	require.Positive(t, len(sender.acked))
+	assert.Zero(t, lost)
+	assert.Zero(t, dup)
+}
+
+// TestBackpressure gives the sidecar a buffer ceiling far below the load:
+// it answers RESOURCE_EXHAUSTED instead of growing, the exporter retries,
+// and nothing is lost.
+func TestBackpressure(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	grpcAddr := addr(freePort(t))
+	sc := startSidecar(t, dataDir, grpcAddr, addr(freePort(t)), "-flush-interval", "1h", "-max-buffer-bytes", "400000")
+	col := startCollector(t, grpcAddr)
+	telemetrygen(t, col.otlpGRPC, "logs", "--logs", "6000", "--workers", "2")
+	accepted := col.waitDrained(t, 120*time.Second)
+	sc.stop(t, 30*time.Second)
+
+	log, err := os.ReadFile(sc.log)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "ResourceExhausted", "the sidecar pushed back")
+	s := &stack{sidecar: sc}
+	assert.EqualValues(t, accepted["log_records"], s.count(t, "logs"))
+	assert.EqualValues(t, 12000, accepted["log_records"])
+}
+
+// checkSpans counts acknowledged spans missing from Parquet and spans
+// stored more than once.
+func checkSpans(t *testing.T, dataDir string, sender *spanSender) (lost, dup int) {
+	t.Helper()
+	rows := duckdb(t, "SELECT span_id, count(*) AS n FROM "+table(dataDir, "traces")+" GROUP BY span_id")
+	found := map[string]int{}
+	for _, r := range rows {
+		found[r["span_id"].(string)] = int(r["n"].(float64))
+		if int(r["n"].(float64)) > 1 {
+			dup++
+		}
+	}
+	for id := range sender.acked {
+		if found[id] == 0 {
+			lost++
+		}
+	}
+	return lost, dup
+}
+
