@@ -118,7 +118,10 @@ const (
 	slotHeader      = 8
 	slotBodyLength  = 10
 	slotCompression = 10
+	slotLength      = 4
+	slotNodes       = 6
 	headerRecord    = 3
+	fieldNodeSize   = 16
 )
 
 // CheckMessage checks a record batch message before the IPC reader sees it,
@@ -154,6 +157,35 @@ func CheckMessage(header, body []byte) (err error) {
 	msg.Union(&batch, o)
 	if batch.Offset(slotCompression) != 0 {
 		return ErrCompression
+	}
+	return checkLengths(&batch, int64(len(body)))
+}
+
+// ErrLength reports row counts that the body cannot hold.
+var ErrLength = errors.New("declared row count exceeds what the body can hold")
+
+// checkLengths bounds the batch's and every field node's row count by the
+// body's size in bits (a boolean row takes one bit): larger counts can only
+// make the reader allocate for rows that are not there.
+func checkLengths(batch *flatbuffers.Table, bodyLen int64) error {
+	limit := bodyLen*8 + 8
+	if o := flatbuffers.UOffsetT(batch.Offset(slotLength)); o != 0 {
+		if n := batch.GetInt64(o + batch.Pos); n < 0 || n > limit {
+			return fmt.Errorf("%w: batch of %d rows in %d bytes", ErrLength, n, bodyLen)
+		}
+	}
+	o := flatbuffers.UOffsetT(batch.Offset(slotNodes))
+	if o == 0 {
+		return nil
+	}
+	vec := batch.Vector(o)
+	for i := range batch.VectorLen(o) {
+		pos := vec + flatbuffers.UOffsetT(i*fieldNodeSize)
+		n := flatbuffers.GetInt64(batch.Bytes[pos:])
+		nulls := flatbuffers.GetInt64(batch.Bytes[pos+8:])
+		if n < 0 || n > limit || nulls < 0 || nulls > n {
+			return fmt.Errorf("%w: field node %d declares %d rows, %d nulls", ErrLength, i, n, nulls)
+		}
 	}
 	return nil
 }
