@@ -74,6 +74,12 @@ func (s *spanSender) send(ctx context.Context, n int) {
 	}
 }
 
+func (s *spanSender) ackedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.acked)
+}
+
 // TestChaosSidecarKills drives steady load through the collector while the
 // sidecar is killed with SIGKILL at random moments and restarted. Every span
 // the collector acknowledged must end up in Parquet exactly once.
@@ -105,7 +111,7 @@ func TestChaosSidecarKills(t *testing.T) {
 	for i := range kills {
 		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
 		sc.kill()
-		t.Logf("kill %d: %d spans acknowledged so far", i+1, len(sender.acked))
+		t.Logf("kill %d: %d spans acknowledged so far", i+1, sender.ackedCount())
 		sc = startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
 	}
 	time.Sleep(300 * time.Millisecond)
