@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// smallDisk mounts a tmpfs of the given size for the test, or skips it
+// where mounting is not allowed (CI on our machine class runs as root).
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// fill writes a file until the disk has no room left.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
+			return
+		}
+	}
+}
+
+// TestDiskFull fills the sidecar's disk under load: writes fail with a
+// retryable error and nothing is acknowledged that is not durable; once
+// space returns the sidecar recovers on its own and every span the collector
+// acknowledged is stored exactly once.
+func TestDiskFull(t *testing.T) {
+	disk := smallDisk(t, "24m")
+	dataDir := filepath.Join(disk, "data")
+	grpcAddr, httpAddr := addr(freePort(t)), addr(freePort(t))
+	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, "-flush-interval", "300ms")
+	col := startCollector(t, grpcAddr)
+	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			sender.send(context.Background(), 100)
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	time.Sleep(500 * time.Millisecond)
+	filler := filepath.Join(disk, "filler")
+	fill(t, filler)
+	time.Sleep(2 * time.Second)
+	require.NoError(t, os.Remove(filler))
+	time.Sleep(time.Second)
+	stop()
+	wg.Wait()
+	col.waitDrained(t, 120*time.Second)
+	sc.stop(t, 30*time.Second)
+
+	log, err := os.ReadFile(sc.log)
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(log), "no space left on device"), "the disk really filled up")
+	lost, dup := checkSpans(t, dataDir, sender)
+	t.Logf("disk full: spans acknowledged %d, lost %d, duplicated %d", sender.ackedCount(), lost, dup)
+	require.Positive(t, sender.ackedCount())
+	assert.Zero(t, lost)
+	assert.Zero(t, dup)
+}
