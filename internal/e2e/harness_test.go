@@ -175,12 +175,10 @@ exporters:
     tls: {insecure: true}
     database: default
     retry_on_failure: {enabled: true, initial_interval: 100ms, max_interval: 1s, max_elapsed_time: 0s}
-    sending_queue: {enabled: true, num_consumers: 4, queue_size: 1000}
 %[6]s
-extensions:
   health_check: {endpoint: "%[4]s"}
 service:
-  extensions: [health_check]
+  extensions: [%[7]s]
   telemetry:
     logs: {level: info}
     metrics:
@@ -200,16 +198,32 @@ func startCollector(t *testing.T, sidecarGRPC string) *collector {
 	return startCollectorWith(t, sidecarGRPC, "")
 }
 
+const memoryQueue = `    sending_queue: {enabled: true, num_consumers: 4, queue_size: 1000}
+extensions:
+`
+
 // startCollectorWith adds exporterYAML (indented four spaces) to the arc
 // exporter's settings.
 func startCollectorWith(t *testing.T, sidecarGRPC, exporterYAML string) *collector {
 	t.Helper()
-	c := &collector{otlpGRPC: addr(freePort(t)), otlpHTTP: addr(freePort(t))}
+	return startCollectorAt(t, sidecarGRPC, addr(freePort(t)), exporterYAML+"\n"+memoryQueue)
+}
+
+// startCollectorAt listens for OTLP gRPC on otlpGRPC; tail ends the arc
+// exporter's settings and opens the extensions section (memoryQueue or
+// persistentQueue).
+func startCollectorAt(t *testing.T, sidecarGRPC, otlpGRPC, tail string) *collector {
+	t.Helper()
+	c := &collector{otlpGRPC: otlpGRPC, otlpHTTP: addr(freePort(t))}
+	extensions := "health_check"
+	if strings.Contains(tail, "file_storage:") {
+		extensions += ", file_storage"
+	}
 	health := addr(freePort(t))
 	metricsPort := freePort(t)
 	c.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	cfg := filepath.Join(t.TempDir(), "otelcol.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(collectorConfig, c.otlpGRPC, c.otlpHTTP, sidecarGRPC, health, metricsPort, exporterYAML)), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(collectorConfig, c.otlpGRPC, c.otlpHTTP, sidecarGRPC, health, metricsPort, tail, extensions)), 0o600))
 	c.proc = start(t, "otelcol-arc", tool(t, "OTELCOL_BIN", "otelcol-arc"), "--config", cfg)
 	waitHTTP(t, "http://"+health+"/", 60*time.Second, c.proc)
 	return c
