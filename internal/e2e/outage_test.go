@@ -103,4 +103,3 @@ func checkSpans(t *testing.T, dataDir string, sender *spanSender) (lost, dup int
 	}
 	return lost, dup
 }
-
