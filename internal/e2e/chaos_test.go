@@ -74,6 +74,36 @@ func (s *spanSender) send(ctx context.Context, n int) {
 	}
 }
 
+// startLoad sends requests of n unique spans to the collector at otlpAddr
+// from workers goroutines, pausing between requests, until the returned
+// stop function is called; stop waits for the senders to finish.
+func startLoad(t *testing.T, otlpAddr string, workers, n int, pause time.Duration) (*spanSender, func()) {
+	t.Helper()
+	conn, err := grpc.NewClient(otlpAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				sender.send(context.Background(), n)
+				time.Sleep(pause)
+			}
+		})
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			conn.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return sender, stop
+}
+
 func (s *spanSender) ackedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,20 +123,7 @@ func TestChaosSidecarKills(t *testing.T) {
 	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
 	col := startCollector(t, grpcAddr)
 
-	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				sender.send(context.Background(), 250)
-				time.Sleep(5 * time.Millisecond)
-			}
-		})
-	}
+	sender, stop := startLoad(t, col.otlpGRPC, 2, 250, 5*time.Millisecond)
 
 	for i := range kills {
 		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
@@ -116,7 +133,6 @@ func TestChaosSidecarKills(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	wg.Wait()
 	col.waitDrained(t, 120*time.Second)
 	sc.stop(t, 30*time.Second)
 

@@ -1,18 +1,13 @@
 package e2e
 
 import (
-	"context"
 	"math/rand/v2"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // persistentQueue makes the arc exporter's queue a file_storage one, without
@@ -36,18 +31,7 @@ func TestChaosCollectorKills(t *testing.T) {
 	start := func() *collector { return startCollectorAt(t, sc.grpc, otlp, persistentQueue(queueDir)) }
 	col := start()
 
-	conn, err := grpc.NewClient(otlp, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			sender.send(context.Background(), 200)
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+	sender, stop := startLoad(t, otlp, 1, 200, 5*time.Millisecond)
 	for i := range kills {
 		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
 		col.kill()
@@ -56,7 +40,6 @@ func TestChaosCollectorKills(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	wg.Wait()
 	// The restarted collector's counters start at zero: wait until its
 	// queue is empty instead of comparing accepted with sent.
 	deadline := time.Now().Add(60 * time.Second)

@@ -1,22 +1,17 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // smallDisk mounts a tmpfs of the given size for the test, or skips it
@@ -56,19 +51,7 @@ func TestDiskFull(t *testing.T) {
 	grpcAddr, httpAddr := addr(freePort(t)), addr(freePort(t))
 	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, "-flush-interval", "300ms")
 	col := startCollector(t, grpcAddr)
-	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
-
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			sender.send(context.Background(), 100)
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
+	sender, stop := startLoad(t, col.otlpGRPC, 1, 100, 10*time.Millisecond)
 	time.Sleep(500 * time.Millisecond)
 	filler := filepath.Join(disk, "filler")
 	fill(t, filler)
@@ -76,7 +59,6 @@ func TestDiskFull(t *testing.T) {
 	require.NoError(t, os.Remove(filler))
 	time.Sleep(time.Second)
 	stop()
-	wg.Wait()
 	col.waitDrained(t, 120*time.Second)
 	sc.stop(t, 30*time.Second)
 

@@ -198,7 +198,7 @@ func startCollector(t *testing.T, sidecarGRPC string) *collector {
 	return startCollectorWith(t, sidecarGRPC, "")
 }
 
-const memoryQueue = `    sending_queue: {enabled: true, num_consumers: 4, queue_size: 1000}
+const memoryQueue = `    sending_queue: {enabled: true, num_consumers: 4, queue_size: 200000}
 extensions:
 `
 
