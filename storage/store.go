@@ -36,9 +36,9 @@ type Options struct {
 	// DedupWindow is how long batch IDs are remembered to drop retried
 	// copies of batches already stored.
 	DedupWindow time.Duration
-	Logger         *slog.Logger
-	FS             FS
-	Allocator      memory.Allocator
+	Logger      *slog.Logger
+	FS          FS
+	Allocator   memory.Allocator
 }
 
 // Defaults.
