@@ -170,7 +170,9 @@ func (s *Store) recover() error {
 		return err
 	}
 	if err := s.loadBatchIDs(); err != nil {
-		return err
+		// Losing the IDs can only let a retried batch in twice; refusing to
+		// start would lose everything. Say so loudly and go on.
+		s.log.Error("cannot read the batch ids of recent writes; retries of batches stored before this start may be duplicated", "error", err)
 	}
 	seqs, err := segments(s.fs, s.wal.dir)
 	if err != nil {

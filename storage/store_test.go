@@ -263,3 +263,15 @@ func TestRetriedBatchIsStoredOnce(t *testing.T) {
 	assert.NotEqual(t, id, NewBatchID("default", tbl.Name, otherPayload), "different content, different id")
 	assert.NotEqual(t, id, NewBatchID("other", tbl.Name, payload), "same content in another database is another batch")
 }
+
+func TestCorruptBatchIDFileDoesNotBlockStart(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, systemDirName, batchIDsName), []byte("torn"), 0o644))
+	s = openStore(t, dir, nil)
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
+}
