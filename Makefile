@@ -63,8 +63,8 @@ chaos: tools build
 # Each fuzz target for FUZZTIME (the corpus under testdata/fuzz also runs in make test).
 FUZZTIME ?= 10m
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeAndCheckBatch -fuzztime $(FUZZTIME) ./storage/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeWALRecord -fuzztime $(FUZZTIME) ./storage/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeAndCheckBatch -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeWALRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/otlparrow/ ./internal/parquetfile/

@@ -52,6 +52,12 @@ func FuzzDecodeAndCheckBatch(f *testing.F) {
 	f.Add(header, body)
 	f.Add(header, body[:len(body)/2])
 	f.Fuzz(func(t *testing.T, header, body []byte) {
+		start := time.Now()
+		defer func() {
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("slow input: %s", d)
+			}
+		}()
 		if arcflight.CheckMessage(header, body) != nil {
 			return
 		}
