@@ -120,6 +120,9 @@ const (
 	slotCompression = 10
 	slotLength      = 4
 	slotNodes       = 6
+	slotBuffers     = 8
+	slotVariadic    = 12
+	slotCustomMeta  = 12
 	headerRecord    = 3
 	fieldNodeSize   = 16
 )
@@ -155,6 +158,16 @@ func CheckMessage(header, body []byte) (err error) {
 	}
 	var batch flatbuffers.Table
 	msg.Union(&batch, o)
+	// The reader sizes slices by vector lengths before reading them: a
+	// vector cannot be longer than the header that holds it.
+	for _, v := range []struct {
+		t          *flatbuffers.Table
+		slot, size int
+	}{{&msg, slotCustomMeta, 4}, {&batch, slotNodes, fieldNodeSize}, {&batch, slotBuffers, 16}, {&batch, slotVariadic, 8}} {
+		if vo := flatbuffers.UOffsetT(v.t.Offset(flatbuffers.VOffsetT(v.slot))); vo != 0 && v.t.VectorLen(vo)*v.size > len(header) {
+			return fmt.Errorf("%w: a vector of %d elements in a %d-byte header", ErrNotBatch, v.t.VectorLen(vo), len(header))
+		}
+	}
 	if batch.Offset(slotCompression) != 0 {
 		return ErrCompression
 	}
