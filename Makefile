@@ -5,16 +5,20 @@ SHELL       := /usr/bin/env bash
 GO          ?= go
 TOOLS       := $(CURDIR)/.tools
 OCB_VERSION := v0.162.0
+# mdatagen v0.162.0 is not served by the module proxy; v0.161.0 generates
+# the same files for this component.
+MDATAGEN_VERSION := v0.161.0
 TELEMETRYGEN_VERSION := v0.161.0
 DUCKDB_VERSION := 1.5.6
 OCB         := $(TOOLS)/builder
+MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
 DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
 
-.PHONY: all build tools run test chaos fuzz bench lint clean
+.PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean
 
 all: build
 
@@ -23,16 +27,40 @@ build: bin/arcstore bin/otelcol-arc
 bin/arcstore: $(GO_SOURCES)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/arcstore
 
+otelcol: bin/otelcol-arc
+
+# What the collector compiles from this module: the exporter and the
+# internal packages it imports.
+OTELCOL_SOURCES := builder-config.yaml go.mod go.sum \
+	$(shell find exporter internal -name '*.go' -not -name '*_test.go')
+
 # ocb writes the distribution's sources and binary to _build/; it runs again
-# whenever the builder config or any Go source of this module changes.
-bin/otelcol-arc: builder-config.yaml $(GO_SOURCES) | $(OCB)
+# whenever the builder config or a Go source the collector compiles changes.
+bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(TELEMETRYGEN) $(DUCKDB)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+# `go install mdatagen@version` refuses mdatagen: its go.mod has replace
+# directives. It is built in a throwaway module instead, where the schemagen
+# release it asks for (not served by the module proxy) is replaced by the
+# nearest one that is.
+$(MDATAGEN):
+	rm -rf $(TOOLS)/mdatagen-build && mkdir -p $(TOOLS)/mdatagen-build
+	cd $(TOOLS)/mdatagen-build && printf '%s\n' 'module mdatagenbuild' 'go 1.26.0' \
+		'require go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)' \
+		'replace go.opentelemetry.io/collector/internal/schemagen => go.opentelemetry.io/collector/internal/schemagen v0.159.0' >go.mod && \
+		GOFLAGS=-mod=mod $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
+	rm -rf $(TOOLS)/mdatagen-build
+
+# Regenerates the exporter's metadata code, documentation.md and generated
+# tests from its metadata.yaml.
+generate: $(MDATAGEN)
+	$(GO) generate ./exporter/...
 
 $(TELEMETRYGEN):
 	GOBIN=$(TOOLS) $(GO) install github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$(TELEMETRYGEN_VERSION)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 )
 
@@ -38,7 +39,31 @@ var (
 
 var databaseRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
 
-var _ component.Config = (*Config)(nil)
+var (
+	_ component.Config    = (*Config)(nil)
+	_ confmap.Unmarshaler = (*Config)(nil)
+)
+
+// Unmarshal makes batch_size size the queue's batches too, unless
+// sending_queue::batch sets sizes of its own. Without it a batch_size above
+// the queue's default of 1000 items would have no effect: every request
+// would hold at most 1000 rows, so every Arrow batch would too.
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := conf.Unmarshal(c); err != nil {
+		return err
+	}
+	if !conf.IsSet("batch_size") || conf.IsSet("sending_queue::batch::min_size") ||
+		conf.IsSet("sending_queue::batch::max_size") || !c.QueueConfig.HasValue() {
+		return nil
+	}
+	q := c.QueueConfig.Get()
+	if !q.Batch.HasValue() || q.Batch.Get().Sizer != exporterhelper.RequestSizerTypeItems {
+		return nil
+	}
+	b := q.Batch.Get()
+	b.MinSize, b.MaxSize = int64(c.BatchSize), int64(c.BatchSize)
+	return nil
+}
 
 // Validate checks the settings a running exporter depends on.
 func (c *Config) Validate() error {

@@ -2,6 +2,7 @@ package arcexporter
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,16 +18,22 @@ func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
 	tests := []struct {
-		id    component.ID
-		check func(t *testing.T, c *Config)
+		id      component.ID
+		invalid []error // what Validate must report, nil for a valid config
+		check   func(t *testing.T, c *Config)
 	}{
-		{component.NewID(metadata.Type), func(t *testing.T, c *Config) {
+		{id: component.NewID(metadata.Type), check: func(t *testing.T, c *Config) {
 			assert.Equal(t, createDefaultConfig(), c)
 			assert.Equal(t, "127.0.0.1:8815", c.Endpoint)
 			assert.Equal(t, "default", c.Database)
 			assert.Equal(t, 1000, c.BatchSize)
+			require.True(t, c.QueueConfig.HasValue())
+			q := c.QueueConfig.Get()
+			require.True(t, q.Batch.HasValue())
+			assert.EqualValues(t, 1000, q.Batch.Get().MinSize)
+			assert.EqualValues(t, 1000, q.Batch.Get().MaxSize)
 		}},
-		{component.NewIDWithName(metadata.Type, "custom"), func(t *testing.T, c *Config) {
+		{id: component.NewIDWithName(metadata.Type, "custom"), check: func(t *testing.T, c *Config) {
 			assert.Equal(t, "sidecar.internal:8815", c.Endpoint)
 			assert.Equal(t, "prod-eu", c.Database)
 			assert.Equal(t, 500, c.BatchSize)
@@ -36,16 +43,38 @@ func TestLoadConfig(t *testing.T) {
 			assert.True(t, ok)
 			assert.Equal(t, "Bearer s3cret", string(auth))
 			assert.Equal(t, 4, c.QueueConfig.Get().NumConsumers)
+			assert.EqualValues(t, 5000, c.QueueConfig.Get().QueueSize)
+			assert.EqualValues(t, 500, c.QueueConfig.Get().Batch.Get().MaxSize)
 			assert.Equal(t, time.Second, c.BackOffConfig.InitialInterval)
+			assert.Zero(t, c.BackOffConfig.MaxElapsedTime)
 		}},
+		{id: component.NewIDWithName(metadata.Type, "big_batches"), check: func(t *testing.T, c *Config) {
+			b := c.QueueConfig.Get().Batch.Get()
+			assert.EqualValues(t, 5000, b.MinSize)
+			assert.EqualValues(t, 5000, b.MaxSize)
+		}},
+		{id: component.NewIDWithName(metadata.Type, "own_queue_batches"), check: func(t *testing.T, c *Config) {
+			b := c.QueueConfig.Get().Batch.Get()
+			assert.Equal(t, 5000, c.BatchSize)
+			assert.EqualValues(t, 1000, b.MinSize, "the queue's own min_size is kept")
+			assert.EqualValues(t, 20000, b.MaxSize)
+		}},
+		{id: component.NewIDWithName(metadata.Type, "invalid"), invalid: []error{errNoEndpoint, errBatchSize, errBadDatabase}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
-			cfg := createDefaultConfig().(*Config)
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
 			sub, err := cm.Sub(tt.id.String())
 			require.NoError(t, err)
 			require.NoError(t, sub.Unmarshal(cfg))
-			require.NoError(t, cfg.Validate())
+			err = cfg.Validate()
+			if tt.invalid != nil {
+				for _, want := range tt.invalid {
+					assert.ErrorIs(t, err, want)
+				}
+				return
+			}
+			require.NoError(t, err)
 			tt.check(t, cfg)
 		})
 	}
@@ -58,10 +87,18 @@ func TestValidate(t *testing.T) {
 		want   []error
 	}{
 		{"defaults are valid", func(*Config) {}, nil},
+		{"largest batch size", func(c *Config) { c.BatchSize = maxBatchSize }, nil},
+		{"database of 64 characters", func(c *Config) { c.Database = strings.Repeat("a", 64) }, nil},
+		{"dashes and underscores", func(c *Config) { c.Database = "_team-a_prod" }, nil},
 		{"no endpoint", func(c *Config) { c.Endpoint = "" }, []error{errNoEndpoint}},
 		{"zero batch size", func(c *Config) { c.BatchSize = 0 }, []error{errBatchSize}},
+		{"negative batch size", func(c *Config) { c.BatchSize = -5 }, []error{errBatchSize}},
 		{"batch size too large", func(c *Config) { c.BatchSize = maxBatchSize + 1 }, []error{errBatchSize}},
+		{"empty database", func(c *Config) { c.Database = "" }, []error{errBadDatabase}},
 		{"path traversal in database", func(c *Config) { c.Database = "../etc" }, []error{errBadDatabase}},
+		{"slash in database", func(c *Config) { c.Database = "a/b" }, []error{errBadDatabase}},
+		{"leading dash", func(c *Config) { c.Database = "-x" }, []error{errBadDatabase}},
+		{"database of 65 characters", func(c *Config) { c.Database = strings.Repeat("a", 65) }, []error{errBadDatabase}},
 		{"reserved database", func(c *Config) { c.Database = "_arcstore" }, []error{errBadDatabase}},
 		{"every error at once", func(c *Config) { c.Endpoint, c.BatchSize, c.Database = "", -1, "" },
 			[]error{errNoEndpoint, errBatchSize, errBadDatabase}},

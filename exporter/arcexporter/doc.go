@@ -7,3 +7,7 @@
 // retry and timeout; data the sidecar rejects as malformed is a permanent
 // error, never retried.
 package arcexporter // import "github.com/arc-otel/arc-otel/exporter/arcexporter"
+
+// The pinned mdatagen that `make tools` builds, not whichever one is on PATH:
+// generated code differs between releases.
+//go:generate ../../.tools/mdatagen metadata.yaml

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -19,11 +21,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadata"
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/schema"
@@ -33,18 +38,30 @@ type arcExporter struct {
 	cfg    *Config
 	set    exporter.Settings
 	mem    memory.Allocator
+	tel    *metadata.TelemetryBuilder
 	conn   *grpc.ClientConn
 	client flight.Client
+
+	// attrs holds the precomputed `table` attribute of each table, so
+	// recording telemetry allocates nothing per push.
+	attrs map[*schema.Table]metric.MeasurementOption
 
 	traces, logs, metrics sync.Pool
 }
 
-func newExporter(cfg *Config, set exporter.Settings) *arcExporter {
-	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator}
+func newExporter(cfg *Config, set exporter.Settings) (*arcExporter, error) {
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("create telemetry: %w", err)
+	}
+	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator, tel: tel, attrs: map[*schema.Table]metric.MeasurementOption{}}
+	for _, t := range []*schema.Table{schema.Traces, schema.Logs, schema.Metrics, schema.Events} {
+		e.attrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("table", t.Name)))
+	}
 	e.traces.New = func() any { return otlparrow.NewTracesConverter(e.mem, cfg.BatchSize) }
 	e.logs.New = func() any { return otlparrow.NewLogsConverter(e.mem, cfg.BatchSize) }
 	e.metrics.New = func() any { return otlparrow.NewMetricsConverter(e.mem, cfg.BatchSize) }
-	return e
+	return e, nil
 }
 
 func (e *arcExporter) start(ctx context.Context, host component.Host) error {
@@ -58,6 +75,7 @@ func (e *arcExporter) start(ctx context.Context, host component.Host) error {
 }
 
 func (e *arcExporter) shutdown(context.Context) error {
+	e.tel.Shutdown()
 	if e.conn == nil {
 		return nil
 	}
@@ -114,6 +132,7 @@ func (e *arcExporter) send(ctx context.Context, b *batches) *sendFailure {
 // many the sidecar acknowledged. Acks are read while batches are written so
 // flow control cannot deadlock the stream.
 func (e *arcExporter) put(ctx context.Context, t *schema.Table, recs []arrow.RecordBatch) (int, error) {
+	begin := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := e.client.DoPut(ctx)
@@ -127,6 +146,11 @@ func (e *arcExporter) put(ctx context.Context, t *schema.Table, recs []arrow.Rec
 	done := make(chan result, 1)
 	go func() {
 		n, err := readAcks(stream, len(recs))
+		if err != nil {
+			// Once nobody reads, the server blocks on its acks and stops
+			// reading, and a pending Write would wait for the timeout.
+			cancel()
+		}
 		done <- result{n, err}
 	}()
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(t.Arrow), ipc.WithAllocator(e.mem))
@@ -142,9 +166,28 @@ func (e *arcExporter) put(ctx context.Context, t *schema.Table, recs []arrow.Rec
 	if r.err == nil && r.acked != len(recs) {
 		r.err = fmt.Errorf("sidecar acknowledged %d of %d batches of %s", r.acked, len(recs), t.Name)
 	}
+	e.record(ctx, t, recs[:r.acked], time.Since(begin))
 	return r.acked, r.err
 }
 
+func (e *arcExporter) record(ctx context.Context, t *schema.Table, acked []arrow.RecordBatch, took time.Duration) {
+	// The push's context may be cancelled by now; measurements must not be.
+	ctx = context.WithoutCancel(ctx)
+	attrs := e.attrs[t]
+	e.tel.ExporterArcPutDuration.Record(ctx, took.Seconds(), attrs)
+	if len(acked) == 0 {
+		return
+	}
+	var rows int64
+	for _, rec := range acked {
+		rows += rec.NumRows()
+	}
+	e.tel.ExporterArcBatchesSent.Add(ctx, int64(len(acked)), attrs)
+	e.tel.ExporterArcRowsSent.Add(ctx, rows, attrs)
+}
+
+// readAcks reads the stream's PutResults until the server closes it and
+// returns how many batches were acknowledged, in order, before any error.
 func readAcks(stream flight.FlightService_DoPutClient, want int) (int, error) {
 	acked := 0
 	for {
@@ -178,6 +221,13 @@ func classify(err error) error {
 	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented,
 		codes.Unauthenticated, codes.PermissionDenied, codes.NotFound, codes.AlreadyExists:
 		return consumererror.NewPermanent(err)
+	case codes.ResourceExhausted:
+		// gRPC refuses a message over the server's size limit with the
+		// code of overload; the same batch is refused on every retry, and
+		// retrying it forever would hold a queue consumer for good.
+		if strings.Contains(st.Message(), "message larger than max") {
+			return consumererror.NewPermanent(fmt.Errorf("record batch over the sidecar's message size limit, lower batch_size: %w", err))
+		}
 	}
 	for _, d := range st.Details() {
 		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
@@ -187,8 +237,10 @@ func classify(err error) error {
 	return err
 }
 
-// push converts, sends, and on a retryable failure hands exporterhelper
-// only what was not acknowledged (partial builds that request).
+// push sends the batches convert emits and, on a retryable failure, hands
+// exporterhelper only what was not acknowledged (partial builds that
+// request from the tables already sent, the failed one and how many of its
+// batches the sidecar acknowledged).
 func (e *arcExporter) push(ctx context.Context, signal string, convert func(otlparrow.Emit) error,
 	partial func(err error, f *sendFailure, sent []*schema.Table) error,
 ) error {
@@ -209,28 +261,44 @@ func (e *arcExporter) push(ctx context.Context, signal string, convert func(otlp
 	return partial(err, f, b.tables[:i])
 }
 
+// converted runs convert with a converter from pool. A converter whose
+// conversion failed may hold half-appended rows, so it is dropped rather
+// than reused.
+func converted[C interface{ Release() }](pool *sync.Pool, convert func(C) error) error {
+	c := pool.Get().(C)
+	if err := convert(c); err != nil {
+		c.Release()
+		return err
+	}
+	pool.Put(c)
+	return nil
+}
+
 func (e *arcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	c := e.traces.Get().(*otlparrow.TracesConverter)
-	defer e.traces.Put(c)
-	return e.push(ctx, "traces", func(emit otlparrow.Emit) error { return c.Convert(td, emit) },
+	return e.push(ctx, "traces",
+		func(emit otlparrow.Emit) error {
+			return converted(&e.traces, func(c *otlparrow.TracesConverter) error { return c.Convert(td, emit) })
+		},
 		func(err error, f *sendFailure, _ []*schema.Table) error {
 			return consumererror.NewTraces(err, remainingTraces(td, f.acked*e.cfg.BatchSize))
 		})
 }
 
 func (e *arcExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	c := e.logs.Get().(*otlparrow.LogsConverter)
-	defer e.logs.Put(c)
-	return e.push(ctx, "logs", func(emit otlparrow.Emit) error { return c.Convert(ld, emit) },
+	return e.push(ctx, "logs",
+		func(emit otlparrow.Emit) error {
+			return converted(&e.logs, func(c *otlparrow.LogsConverter) error { return c.Convert(ld, emit) })
+		},
 		func(err error, f *sendFailure, sent []*schema.Table) error {
 			return consumererror.NewLogs(err, remainingLogs(ld, sent, f.table, f.acked*e.cfg.BatchSize))
 		})
 }
 
 func (e *arcExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
-	c := e.metrics.Get().(*otlparrow.MetricsConverter)
-	defer e.metrics.Put(c)
-	return e.push(ctx, "metrics", func(emit otlparrow.Emit) error { return c.Convert(md, emit) },
+	return e.push(ctx, "metrics",
+		func(emit otlparrow.Emit) error {
+			return converted(&e.metrics, func(c *otlparrow.MetricsConverter) error { return c.Convert(md, emit) })
+		},
 		func(err error, f *sendFailure, _ []*schema.Table) error {
 			return consumererror.NewMetrics(err, remainingMetrics(md, f.acked*e.cfg.BatchSize))
 		})

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/stretchr/testify/assert"
@@ -14,67 +16,114 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.uber.org/goleak"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadata"
+	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadatatest"
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// ackMode says how the fake sidecar acknowledges batches.
+type ackMode int
 
-// fakeSidecar is an in-process Flight server that records what it gets and
-// can fail a stream after a number of acknowledged batches.
+const (
+	ackEach     ackMode = iota
+	ackNoneLast         // every batch but the last of a stream
+	ackWrongSeq         // the first batch acknowledged as batch 1
+	ackGarbage          // app_metadata that is not a sequence number
+)
+
+// fakeSidecar is the server side of internal/arcflight in process: it
+// decodes each DoPut stream with a Flight record reader, checks descriptor
+// and schema the way arcstore does, and acknowledges each batch. It can fail
+// a stream at a chosen batch with a chosen gRPC code.
 type fakeSidecar struct {
 	flight.BaseFlightServer
-	mu       sync.Mutex
-	rows     map[string]int64 // by database/table
-	batches  map[string][]int64
-	failCode codes.Code
-	failAt   int // fail the stream at this batch (0-based), -1: never
-	failures int // how many streams to fail
+
+	mu      sync.Mutex
+	streams []string           // "database/table" of every stream, in order
+	batches map[string][]int64 // rows of every acknowledged batch, by database/table
+
+	ack        ackMode
+	failCode   codes.Code
+	failAt     int           // fail a stream at this batch (0-based)
+	failures   int           // how many streams to fail
+	retryDelay time.Duration // sent as RetryInfo with a failure when set
 }
 
 func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
 	r, err := flight.NewRecordReader(stream)
 	if err != nil {
-		return err
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	defer r.Release()
 	db, table, err := arcflight.ParseDescriptor(r.LatestFlightDescriptor())
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
+	key := db + "/" + table
+	f.mu.Lock()
+	f.streams = append(f.streams, key)
+	f.mu.Unlock()
 	t, ok := schema.Lookup(table)
 	if !ok || !r.Schema().Equal(t.Arrow) {
-		return status.Errorf(codes.InvalidArgument, "bad schema for %q", table)
+		return status.Errorf(codes.InvalidArgument, "schema of %q does not match the contract", table)
 	}
-	for seq := 0; r.Next(); seq++ {
+	var unacked []uint64
+	for seq := uint64(0); r.Next(); seq++ {
 		f.mu.Lock()
-		fail := f.failures > 0 && seq == f.failAt
+		fail := f.failures > 0 && int(seq) == f.failAt
 		if fail {
 			f.failures--
 		} else {
-			key := db + "/" + table
-			f.rows[key] += r.RecordBatch().NumRows()
 			f.batches[key] = append(f.batches[key], r.RecordBatch().NumRows())
 		}
 		f.mu.Unlock()
 		if fail {
-			return status.Errorf(f.failCode, "injected failure at batch %d", seq)
+			st := status.Newf(f.failCode, "injected failure at batch %d", seq)
+			if f.retryDelay > 0 {
+				st, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.retryDelay)})
+				if err != nil {
+					return err
+				}
+			}
+			return st.Err()
 		}
-		if err := stream.Send(&flight.PutResult{AppMetadata: arcflight.AckMetadata(uint64(seq))}); err != nil {
+		md := arcflight.AckMetadata(seq)
+		switch f.ack {
+		case ackNoneLast:
+			// Held back until the next batch shows this one was not the last.
+			unacked = append(unacked, seq)
+			if len(unacked) < 2 {
+				continue
+			}
+			md, unacked = arcflight.AckMetadata(unacked[0]), unacked[1:]
+		case ackWrongSeq:
+			md = arcflight.AckMetadata(seq + 1)
+		case ackGarbage:
+			md = []byte("ok")
+		}
+		if err := stream.Send(&flight.PutResult{AppMetadata: md}); err != nil {
 			return err
 		}
 	}
 	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	return nil
 }
@@ -82,16 +131,33 @@ func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
 func (f *fakeSidecar) rowsOf(key string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rows[key]
+	var n int64
+	for _, rows := range f.batches[key] {
+		n += rows
+	}
+	return n
+}
+
+func (f *fakeSidecar) batchesOf(key string) []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.batches[key])
+}
+
+func (f *fakeSidecar) streamsSeen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.streams)
 }
 
 func startFake(t *testing.T) (*fakeSidecar, string) {
-	f := &fakeSidecar{rows: map[string]int64{}, batches: map[string][]int64{}, failAt: -1}
+	t.Helper()
+	f := &fakeSidecar{batches: map[string][]int64{}, failAt: -1}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gs := grpc.NewServer()
 	flight.RegisterFlightServiceServer(gs, f)
-	go gs.Serve(lis)
+	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return f, lis.Addr().String()
 }
@@ -109,88 +175,258 @@ func testConfig(endpoint string, batchSize int) *Config {
 	return cfg
 }
 
-func TestTracesArriveInBatches(t *testing.T) {
-	fake, addr := startFake(t)
-	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
+func startTraces(t *testing.T, set exporter.Settings, cfg *Config) exporter.Traces {
+	t.Helper()
+	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
-	td := otlparrowtest.Traces(otlparrowtest.Sent, 5) // 20 spans
-	require.NoError(t, exp.ConsumeTraces(context.Background(), td))
-	assert.EqualValues(t, 20, fake.rowsOf("testdb/traces"))
-	assert.Equal(t, []int64{7, 7, 6}, fake.batches["testdb/traces"])
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+	return exp
 }
 
-func TestLogsAndEventsGoToTheirTables(t *testing.T) {
+func TestSignalsArriveInBatches(t *testing.T) {
+	traces := otlparrowtest.Traces(otlparrowtest.Sent, 5)   // 20 spans
+	logs := otlparrowtest.Logs(otlparrowtest.Sent, 8)       // 24 logs, 8 events
+	metrics := otlparrowtest.Metrics(otlparrowtest.Sent, 2) // every metric type
+	tests := []struct {
+		name      string
+		batchSize int
+		consume   func(t *testing.T, cfg *Config) error
+		want      map[string][]int64 // batch sizes by database/table
+		streams   []string           // in order
+	}{
+		{
+			name:      "traces cut every batch_size spans",
+			batchSize: 7,
+			consume: func(t *testing.T, cfg *Config) error {
+				return startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg).ConsumeTraces(context.Background(), traces)
+			},
+			want:    map[string][]int64{"testdb/traces": {7, 7, 6}},
+			streams: []string{"testdb/traces"},
+		},
+		{
+			name:      "logs and events go to their own tables",
+			batchSize: 10,
+			consume: func(t *testing.T, cfg *Config) error {
+				exp, err := NewFactory().CreateLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
+				require.NoError(t, err)
+				require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+				t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+				return exp.ConsumeLogs(context.Background(), logs)
+			},
+			want:    map[string][]int64{"testdb/logs": {10, 10, 4}, "testdb/events": {8}},
+			streams: []string{"testdb/logs", "testdb/events"},
+		},
+		{
+			name:      "metrics: a row per data point",
+			batchSize: 1000,
+			consume: func(t *testing.T, cfg *Config) error {
+				exp, err := NewFactory().CreateMetrics(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
+				require.NoError(t, err)
+				require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+				t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+				return exp.ConsumeMetrics(context.Background(), metrics)
+			},
+			want:    map[string][]int64{"testdb/metrics": {int64(metrics.DataPointCount())}},
+			streams: []string{"testdb/metrics"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake, addr := startFake(t)
+			require.NoError(t, tt.consume(t, testConfig(addr, tt.batchSize)))
+			assert.Equal(t, tt.streams, fake.streamsSeen(), "one stream per table, descriptor [database, table]")
+			for key, want := range tt.want {
+				assert.Equal(t, want, fake.batchesOf(key), key)
+			}
+		})
+	}
+}
+
+// TestEmptyPushSendsNothing: data that converts to no rows opens no stream.
+func TestEmptyPushSendsNothing(t *testing.T) {
 	fake, addr := startFake(t)
-	exp, err := NewFactory().CreateLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), testConfig(addr, 1000))
+	cfg := testConfig(addr, 1000)
+	set := exportertest.NewNopSettings(metadata.Type)
+	ctx := context.Background()
+
+	td := ptrace.NewTraces()
+	td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	require.NoError(t, startTraces(t, set, cfg).ConsumeTraces(ctx, td))
+
+	logsExp, err := NewFactory().CreateLogs(ctx, set, cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
-	require.NoError(t, exp.ConsumeLogs(context.Background(), otlparrowtest.Logs(otlparrowtest.Sent, 8)))
-	assert.EqualValues(t, 24, fake.rowsOf("testdb/logs"))
-	assert.EqualValues(t, 8, fake.rowsOf("testdb/events"))
+	require.NoError(t, logsExp.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, logsExp.Shutdown(ctx)) }()
+	require.NoError(t, logsExp.ConsumeLogs(ctx, plog.NewLogs()))
+
+	metricsExp, err := NewFactory().CreateMetrics(ctx, set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, metricsExp.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, metricsExp.Shutdown(ctx)) }()
+	md := pmetric.NewMetrics()
+	md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty().SetEmptyGauge()
+	require.NoError(t, metricsExp.ConsumeMetrics(ctx, md))
+
+	assert.Empty(t, fake.streamsSeen())
 }
 
 func TestSidecarErrors(t *testing.T) {
 	tests := []struct {
 		name      string
 		code      codes.Code
+		ack       ackMode
 		failAt    int
 		permanent bool
 		remaining int // spans a retry must still send
 	}{
-		{"invalid data is permanent", codes.InvalidArgument, 0, true, 0},
-		{"unauthenticated is permanent", codes.Unauthenticated, 0, true, 0},
-		{"overload is retried from the first batch", codes.ResourceExhausted, 0, false, 20},
-		{"outage after two acks retries only the rest", codes.Unavailable, 2, false, 6},
+		{name: "invalid data is permanent", code: codes.InvalidArgument, permanent: true},
+		{name: "failed precondition is permanent", code: codes.FailedPrecondition, permanent: true},
+		{name: "unauthenticated is permanent", code: codes.Unauthenticated, permanent: true},
+		{name: "permission denied is permanent", code: codes.PermissionDenied, permanent: true},
+		{name: "overload is retried from the first batch", code: codes.ResourceExhausted, remaining: 20},
+		{name: "internal error is retried", code: codes.Internal, remaining: 20},
+		{name: "outage after two acks retries only the rest", code: codes.Unavailable, failAt: 2, remaining: 6},
+		{name: "a missing ack retries the unacknowledged batch", ack: ackNoneLast, remaining: 6},
+		{name: "an ack out of order is an error", ack: ackWrongSeq, remaining: 20},
+		{name: "an unreadable ack is an error", ack: ackGarbage, remaining: 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake, addr := startFake(t)
-			fake.failCode, fake.failAt, fake.failures = tt.code, tt.failAt, 1
-			exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
-			require.NoError(t, err)
-			require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-			defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
-			err = exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5))
+			fake.ack = tt.ack
+			if tt.code != codes.OK {
+				fake.failCode, fake.failAt, fake.failures = tt.code, tt.failAt, 1
+			}
+			exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
+			err := exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5))
 			require.Error(t, err)
 			assert.Equal(t, tt.permanent, consumererror.IsPermanent(err), "%v", err)
-			assert.Equal(t, tt.code, status.Code(errors.Unwrap(err)), "%v", err)
+			if tt.code != codes.OK {
+				assert.Equal(t, tt.code, status.Code(errors.Unwrap(err)), "%v", err)
+			}
 			if !tt.permanent {
 				var partial consumererror.Traces
 				require.ErrorAs(t, err, &partial)
 				assert.Equal(t, tt.remaining, partial.Data().SpanCount())
-				assert.EqualValues(t, 20-tt.remaining, fake.rowsOf("testdb/traces"), "acknowledged rows are not sent twice")
 			}
 		})
 	}
 }
 
-// TestRetryCompletesWithoutDuplicates lets exporterhelper retry after an
-// outage in the middle of a push: the sidecar ends with every span once.
-func TestRetryCompletesWithoutDuplicates(t *testing.T) {
+// TestRetryInfoDelaysTheRetry: a RetryInfo detail becomes exporterhelper's
+// throttle error, whose delay the retry waits for at least.
+func TestRetryInfoDelaysTheRetry(t *testing.T) {
 	fake, addr := startFake(t)
-	fake.failCode, fake.failAt, fake.failures = codes.Unavailable, 1, 2
+	fake.failCode, fake.failAt, fake.failures = codes.ResourceExhausted, 0, 1
+	fake.retryDelay = 300 * time.Millisecond
+
+	noRetry := startTraces(t, exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
+	err := noRetry.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Throttle (300ms)")
+
+	fake.failures = 1
 	cfg := testConfig(addr, 7)
 	cfg.BackOffConfig.Enabled = true
-	cfg.BackOffConfig.InitialInterval = 1
-	cfg.BackOffConfig.MaxInterval = 1
-	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
-	require.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+	cfg.BackOffConfig.InitialInterval = time.Millisecond
+	cfg.BackOffConfig.MaxInterval = time.Millisecond
+	begin := time.Now()
+	require.NoError(t, startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg).
+		ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+	assert.GreaterOrEqual(t, time.Since(begin), fake.retryDelay)
 	assert.EqualValues(t, 20, fake.rowsOf("testdb/traces"))
 }
 
-func TestNothingToSend(t *testing.T) {
+// TestRetryCompletesWithoutDuplicates lets exporterhelper retry after
+// failures in the middle of a push: the sidecar ends with every span once.
+func TestRetryCompletesWithoutDuplicates(t *testing.T) {
+	tests := []struct {
+		name string
+		code codes.Code
+	}{
+		{name: "unavailable", code: codes.Unavailable},
+		{name: "resource exhausted", code: codes.ResourceExhausted},
+		{name: "deadline exceeded", code: codes.DeadlineExceeded},
+		{name: "aborted", code: codes.Aborted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake, addr := startFake(t)
+			fake.failCode, fake.failAt, fake.failures = tt.code, 1, 2
+			cfg := testConfig(addr, 7)
+			cfg.BackOffConfig.Enabled = true
+			cfg.BackOffConfig.InitialInterval = time.Millisecond
+			cfg.BackOffConfig.MaxInterval = time.Millisecond
+			exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg)
+			require.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+			assert.EqualValues(t, 20, fake.rowsOf("testdb/traces"))
+			assert.Equal(t, []int64{7, 7, 6}, fake.batchesOf("testdb/traces"))
+		})
+	}
+}
+
+// TestQueuedPushesDrainOnShutdown runs the default configuration, queue and
+// batcher included: small requests are merged and all arrive.
+func TestQueuedPushesDrainOnShutdown(t *testing.T) {
 	fake, addr := startFake(t)
-	exp, err := NewFactory().CreateMetrics(context.Background(), exportertest.NewNopSettings(metadata.Type), testConfig(addr, 1000))
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint = addr
+	cfg.TLS.Insecure = true
+	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
-	md := otlparrowtest.Metrics(otlparrowtest.Sent, 2)
-	require.NoError(t, exp.ConsumeMetrics(context.Background(), md))
-	assert.EqualValues(t, md.DataPointCount(), fake.rowsOf("testdb/metrics"))
+	const pushes, spans = 60, 20
+	for range pushes {
+		require.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.RealisticTraces(spans)))
+	}
+	require.NoError(t, exp.Shutdown(context.Background()))
+	assert.EqualValues(t, pushes*spans, fake.rowsOf("default/traces"))
+	for _, rows := range fake.batchesOf("default/traces") {
+		assert.LessOrEqual(t, rows, int64(defaultBatchSize))
+	}
+}
+
+// TestOversizedBatchIsPermanent: a batch over the server's message size
+// limit is refused the same way on every retry.
+func TestOversizedBatchIsPermanent(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(1 << 10))
+	flight.RegisterFlightServiceServer(gs, &fakeSidecar{batches: map[string][]int64{}, failAt: -1})
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+
+	cfg := testConfig(lis.Addr().String(), 1000)
+	cfg.BackOffConfig.Enabled = true
+	exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg)
+	err = exp.ConsumeTraces(context.Background(), otlparrowtest.RealisticTraces(100))
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err), "%v", err)
+	assert.Contains(t, err.Error(), "lower batch_size")
+}
+
+func TestTelemetry(t *testing.T) {
+	fake, addr := startFake(t)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	exp := startTraces(t, metadatatest.NewSettings(tel), testConfig(addr, 7))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+
+	fake.failCode, fake.failAt, fake.failures = codes.Unavailable, 1, 1
+	require.Error(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+
+	traces := attribute.NewSet(attribute.String("table", "traces"))
+	// 3 batches of the first push, 1 acknowledged of the second.
+	metadatatest.AssertEqualExporterArcBatchesSent(t, tel,
+		[]metricdata.DataPoint[int64]{{Attributes: traces, Value: 4}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	metadatatest.AssertEqualExporterArcRowsSent(t, tel,
+		[]metricdata.DataPoint[int64]{{Attributes: traces, Value: 27}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	m, err := tel.GetMetric("otelcol_exporter_arc_put_duration")
+	require.NoError(t, err)
+	h, ok := m.Data.(metricdata.Histogram[float64])
+	require.True(t, ok)
+	require.Len(t, h.DataPoints, 1)
+	assert.Equal(t, traces, h.DataPoints[0].Attributes)
+	assert.EqualValues(t, 2, h.DataPoints[0].Count, "failed streams are timed too")
 }

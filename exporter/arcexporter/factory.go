@@ -68,18 +68,27 @@ func options(cfg *Config, e *arcExporter) []exporterhelper.Option {
 
 func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
 	cfg := c.(*Config)
-	e := newExporter(cfg, set)
+	e, err := newExporter(cfg, set)
+	if err != nil {
+		return nil, err
+	}
 	return exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces, options(cfg, e)...)
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
 	cfg := c.(*Config)
-	e := newExporter(cfg, set)
+	e, err := newExporter(cfg, set)
+	if err != nil {
+		return nil, err
+	}
 	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs, options(cfg, e)...)
 }
 
 func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
 	cfg := c.(*Config)
-	e := newExporter(cfg, set)
+	e, err := newExporter(cfg, set)
+	if err != nil {
+		return nil, err
+	}
 	return exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics, options(cfg, e)...)
 }
