@@ -56,7 +56,8 @@ func newExporter(cfg *Config, set exporter.Settings) (*arcExporter, error) {
 	}
 	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator, tel: tel, attrs: map[*schema.Table]metric.MeasurementOption{}}
 	for _, t := range []*schema.Table{schema.Traces, schema.Logs, schema.Metrics, schema.Events} {
-		e.attrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("table", t.Name)))
+		e.attrs[t] = metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("exporter", set.ID.String()), attribute.String("table", t.Name)))
 	}
 	e.traces.New = func() any { return otlparrow.NewTracesConverter(e.mem, cfg.BatchSize) }
 	e.logs.New = func() any { return otlparrow.NewLogsConverter(e.mem, cfg.BatchSize) }

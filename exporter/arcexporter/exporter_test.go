@@ -416,7 +416,7 @@ func TestTelemetry(t *testing.T) {
 	fake.failCode, fake.failAt, fake.failures = codes.Unavailable, 1, 1
 	require.Error(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
 
-	traces := attribute.NewSet(attribute.String("table", "traces"))
+	traces := attribute.NewSet(attribute.String("exporter", "arc"), attribute.String("table", "traces"))
 	// 3 batches of the first push, 1 acknowledged of the second.
 	metadatatest.AssertEqualExporterArcBatchesSent(t, tel,
 		[]metricdata.DataPoint[int64]{{Attributes: traces, Value: 4}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
