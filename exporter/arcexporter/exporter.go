@@ -42,8 +42,8 @@ type arcExporter struct {
 	conn   *grpc.ClientConn
 	client flight.Client
 
-	// attrs holds the precomputed `table` attribute of each table, so
-	// recording telemetry allocates nothing per push.
+	// attrs holds the precomputed attributes of each table's measurements,
+	// so recording telemetry allocates nothing per push.
 	attrs map[*schema.Table]metric.MeasurementOption
 
 	traces, logs, metrics sync.Pool
@@ -55,7 +55,8 @@ func newExporter(cfg *Config, set exporter.Settings) (*arcExporter, error) {
 		return nil, fmt.Errorf("create telemetry: %w", err)
 	}
 	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator, tel: tel, attrs: map[*schema.Table]metric.MeasurementOption{}}
-	for _, t := range []*schema.Table{schema.Traces, schema.Logs, schema.Metrics, schema.Events} {
+	for _, name := range schema.Names() {
+		t, _ := schema.Lookup(name)
 		e.attrs[t] = metric.WithAttributeSet(attribute.NewSet(
 			attribute.String("exporter", set.ID.String()), attribute.String("table", t.Name)))
 	}
