@@ -2,6 +2,7 @@ package otlparrow
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,7 +20,9 @@ import (
 // with an equal metric identity share a Metric.
 
 func sameResource(a, b *schema.Resource) bool {
-	return maps.Equal(a.ResourceAttributes, b.ResourceAttributes) &&
+	return a.ServiceName == b.ServiceName && equalPtr(a.Host, b.Host) && equalPtr(a.Environment, b.Environment) &&
+		equalPtr(a.Region, b.Region) &&
+		maps.Equal(a.ResourceAttributes, b.ResourceAttributes) &&
 		maps.Equal(a.ResourceAttributeTypes, b.ResourceAttributeTypes) &&
 		a.ResourceDroppedAttributesCount == b.ResourceDroppedAttributesCount &&
 		a.ResourceSchemaURL == b.ResourceSchemaURL
@@ -31,6 +34,22 @@ func sameScope(a, b *schema.Resource) bool {
 		maps.Equal(a.ScopeAttributeTypes, b.ScopeAttributeTypes) &&
 		a.ScopeDroppedAttributesCount == b.ScopeDroppedAttributesCount &&
 		a.ScopeSchemaURL == b.ScopeSchemaURL
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
+}
+
+// enumValue is the index of name in names; "" is the zero value, as an
+// unset column reads.
+func enumValue(column string, names []string, name string) (int, error) {
+	if name == "" {
+		return 0, nil
+	}
+	if i := slices.Index(names, name); i >= 0 {
+		return i, nil
+	}
+	return 0, fmt.Errorf("unknown %s %q", column, name)
 }
 
 func fillResource(r *schema.Resource, res pcommon.Resource) error {
@@ -98,37 +117,39 @@ func SpansToTraces(rows []schema.Span) (ptrace.Traces, error) {
 }
 
 func fillSpan(r *schema.Span, s ptrace.Span) error {
-	var err error
-	var tid pcommon.TraceID
-	var sid, pid pcommon.SpanID
-	if tid, err = parseTraceID(r.TraceID); err != nil {
+	kind, err := enumValue("span_kind", spanKinds[:], r.SpanKind)
+	if err != nil {
 		return err
 	}
-	if sid, err = parseSpanID(r.SpanID); err != nil {
+	code, err := enumValue("span_status", spanStatuses[:], r.SpanStatus)
+	if err != nil {
 		return err
 	}
-	if pid, err = parseSpanID(r.ParentSpanID); err != nil {
-		return err
-	}
-	s.SetTraceID(tid)
-	s.SetSpanID(sid)
-	s.SetParentSpanID(pid)
 	s.TraceState().FromRaw(r.TraceState)
 	s.SetFlags(uint32(r.Flags))
 	s.SetName(r.OperationName)
-	s.SetKind(ptrace.SpanKind(max(0, slices.Index(spanKinds[:], r.SpanKind))))
-	s.Status().SetCode(ptrace.StatusCode(max(0, slices.Index(spanStatuses[:], r.SpanStatus))))
+	s.SetKind(ptrace.SpanKind(kind))
+	s.Status().SetCode(ptrace.StatusCode(code))
 	s.Status().SetMessage(r.SpanStatusMessage)
 	s.SetStartTimestamp(pcommon.Timestamp(r.Time))
 	s.SetEndTimestamp(pcommon.Timestamp(r.EndTime))
 	s.SetDroppedAttributesCount(uint32(r.DroppedAttributesCount))
 	s.SetDroppedEventsCount(uint32(r.DroppedEventsCount))
 	s.SetDroppedLinksCount(uint32(r.DroppedLinksCount))
-	if err := schema.ParseMap(r.Attributes, r.AttributeTypes, s.Attributes()); err != nil {
-		return err
-	}
-	for _, e := range r.Events {
-		ev := s.Events().AppendEmpty()
+	return errors.Join(
+		setTraceID(r.TraceID, s.SetTraceID),
+		setSpanID(r.SpanID, s.SetSpanID),
+		setSpanID(r.ParentSpanID, s.SetParentSpanID),
+		schema.ParseMap(r.Attributes, r.AttributeTypes, s.Attributes()),
+		fillEvents(r.Events, s.Events()),
+		fillLinks(r.Links, s.Links()),
+	)
+}
+
+func fillEvents(rows []schema.SpanEvent, evs ptrace.SpanEventSlice) error {
+	evs.EnsureCapacity(len(rows))
+	for _, e := range rows {
+		ev := evs.AppendEmpty()
 		ev.SetTimestamp(pcommon.Timestamp(e.Time))
 		ev.SetName(e.Name)
 		ev.SetDroppedAttributesCount(uint32(e.DroppedAttributesCount))
@@ -136,24 +157,38 @@ func fillSpan(r *schema.Span, s ptrace.Span) error {
 			return err
 		}
 	}
-	for _, l := range r.Links {
-		ln := s.Links().AppendEmpty()
-		if tid, err = parseTraceID(l.TraceID); err != nil {
-			return err
-		}
-		if sid, err = parseSpanID(l.SpanID); err != nil {
-			return err
-		}
-		ln.SetTraceID(tid)
-		ln.SetSpanID(sid)
+	return nil
+}
+
+func fillLinks(rows []schema.SpanLink, links ptrace.SpanLinkSlice) error {
+	links.EnsureCapacity(len(rows))
+	for _, l := range rows {
+		ln := links.AppendEmpty()
 		ln.TraceState().FromRaw(l.TraceState)
 		ln.SetFlags(uint32(l.Flags))
 		ln.SetDroppedAttributesCount(uint32(l.DroppedAttributesCount))
-		if err := schema.ParseMap(l.Attributes, l.AttributeTypes, ln.Attributes()); err != nil {
+		err := errors.Join(
+			setTraceID(l.TraceID, ln.SetTraceID),
+			setSpanID(l.SpanID, ln.SetSpanID),
+			schema.ParseMap(l.Attributes, l.AttributeTypes, ln.Attributes()),
+		)
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func setTraceID(s string, set func(pcommon.TraceID)) error {
+	id, err := parseTraceID(s)
+	set(id)
+	return err
+}
+
+func setSpanID(s string, set func(pcommon.SpanID)) error {
+	id, err := parseSpanID(s)
+	set(id)
+	return err
 }
 
 // LogRecordsToLogs rebuilds logs from rows of the logs or events table.
@@ -185,27 +220,19 @@ func LogRecordsToLogs(rows []schema.LogRecord) (plog.Logs, error) {
 }
 
 func fillLog(r *schema.LogRecord, lr plog.LogRecord) error {
-	tid, err := parseTraceID(r.TraceID)
-	if err != nil {
-		return err
-	}
-	sid, err := parseSpanID(r.SpanID)
-	if err != nil {
-		return err
-	}
 	lr.SetTimestamp(pcommon.Timestamp(r.Time))
 	lr.SetObservedTimestamp(pcommon.Timestamp(r.ObservedTime))
-	lr.SetTraceID(tid)
-	lr.SetSpanID(sid)
 	lr.SetFlags(plog.LogRecordFlags(r.Flags))
 	lr.SetSeverityNumber(plog.SeverityNumber(r.SeverityNumber))
 	lr.SetSeverityText(r.SeverityText)
 	lr.SetEventName(r.EventType)
 	lr.SetDroppedAttributesCount(uint32(r.DroppedAttributesCount))
-	if err := fillBody(r, lr.Body()); err != nil {
-		return err
-	}
-	return schema.ParseMap(r.Attributes, r.AttributeTypes, lr.Attributes())
+	return errors.Join(
+		setTraceID(r.TraceID, lr.SetTraceID),
+		setSpanID(r.SpanID, lr.SetSpanID),
+		fillBody(r, lr.Body()),
+		schema.ParseMap(r.Attributes, r.AttributeTypes, lr.Attributes()),
+	)
 }
 
 func fillBody(r *schema.LogRecord, body pcommon.Value) error {

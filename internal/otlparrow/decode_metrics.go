@@ -1,9 +1,9 @@
 package otlparrow
 
 import (
+	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -56,27 +56,30 @@ func PointsToMetrics(rows []schema.MetricPoint) (pmetric.Metrics, error) {
 	return md, nil
 }
 
-var temporalities = [...]string{"unspecified", "delta", "cumulative"}
-
-func temporality(s string) pmetric.AggregationTemporality {
-	return pmetric.AggregationTemporality(max(0, slices.Index(temporalities[:], s)))
-}
+// temporalities indexes the temporality column's names by
+// pmetric.AggregationTemporality ("" is unspecified).
+var temporalities = [...]string{"", TemporalityDelta, TemporalityCumulative}
 
 func fillMetric(r *schema.MetricPoint, m pmetric.Metric) error {
 	m.SetName(r.MetricName)
 	m.SetDescription(r.MetricDescription)
 	m.SetUnit(r.MetricUnit)
+	t, err := enumValue("temporality", temporalities[:], r.Temporality)
+	if err != nil {
+		return err
+	}
+	temporality := pmetric.AggregationTemporality(t)
 	switch r.MetricType {
 	case MetricGauge:
 		m.SetEmptyGauge()
 	case MetricSum:
 		s := m.SetEmptySum()
-		s.SetAggregationTemporality(temporality(r.Temporality))
+		s.SetAggregationTemporality(temporality)
 		s.SetIsMonotonic(r.IsMonotonic)
 	case MetricHistogram:
-		m.SetEmptyHistogram().SetAggregationTemporality(temporality(r.Temporality))
+		m.SetEmptyHistogram().SetAggregationTemporality(temporality)
 	case MetricExpHistogram:
-		m.SetEmptyExponentialHistogram().SetAggregationTemporality(temporality(r.Temporality))
+		m.SetEmptyExponentialHistogram().SetAggregationTemporality(temporality)
 	case MetricSummary:
 		m.SetEmptySummary()
 	default:
@@ -99,65 +102,76 @@ func fillCommon(r *schema.MetricPoint, p point) error {
 }
 
 func fillPoint(r *schema.MetricPoint, m pmetric.Metric) error {
-	flags := pmetric.DataPointFlags(r.Flags)
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
 		return fillNumber(r, m.Gauge().DataPoints().AppendEmpty())
 	case pmetric.MetricTypeSum:
 		return fillNumber(r, m.Sum().DataPoints().AppendEmpty())
 	case pmetric.MetricTypeHistogram:
-		dp := m.Histogram().DataPoints().AppendEmpty()
-		dp.SetFlags(flags)
-		dp.SetCount(uint64(deref(r.Count)))
-		setOpt(r.Sum, dp.SetSum)
-		setOpt(r.Min, dp.SetMin)
-		setOpt(r.Max, dp.SetMax)
-		for _, c := range r.BucketCounts {
-			dp.BucketCounts().Append(uint64(c))
-		}
-		dp.ExplicitBounds().FromRaw(r.ExplicitBounds)
-		if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
-			return err
-		}
-		return fillCommon(r, dp)
+		return fillHistogram(r, m.Histogram().DataPoints().AppendEmpty())
 	case pmetric.MetricTypeExponentialHistogram:
-		dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
-		dp.SetFlags(flags)
-		dp.SetCount(uint64(deref(r.Count)))
-		setOpt(r.Sum, dp.SetSum)
-		setOpt(r.Min, dp.SetMin)
-		setOpt(r.Max, dp.SetMax)
-		dp.SetScale(int32(deref(r.Scale)))
-		dp.SetZeroCount(uint64(deref(r.ZeroCount)))
-		dp.SetZeroThreshold(deref(r.ZeroThreshold))
-		dp.Positive().SetOffset(int32(deref(r.PositiveOffset)))
-		dp.Negative().SetOffset(int32(deref(r.NegativeOffset)))
-		for _, c := range r.PositiveBucketCounts {
-			dp.Positive().BucketCounts().Append(uint64(c))
-		}
-		for _, c := range r.NegativeBucketCounts {
-			dp.Negative().BucketCounts().Append(uint64(c))
-		}
-		if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
-			return err
-		}
-		return fillCommon(r, dp)
+		return fillExpHistogram(r, m.ExponentialHistogram().DataPoints().AppendEmpty())
 	case pmetric.MetricTypeSummary:
-		dp := m.Summary().DataPoints().AppendEmpty()
-		dp.SetFlags(flags)
-		dp.SetCount(uint64(deref(r.Count)))
-		dp.SetSum(deref(r.Sum))
-		if len(r.QuantileLevels) != len(r.QuantileValues) {
-			return fmt.Errorf("%d quantile levels but %d values", len(r.QuantileLevels), len(r.QuantileValues))
-		}
-		for i, q := range r.QuantileLevels {
-			qv := dp.QuantileValues().AppendEmpty()
-			qv.SetQuantile(q)
-			qv.SetValue(r.QuantileValues[i])
-		}
-		return fillCommon(r, dp)
+		return fillSummary(r, m.Summary().DataPoints().AppendEmpty())
 	}
 	return nil
+}
+
+func fillHistogram(r *schema.MetricPoint, dp pmetric.HistogramDataPoint) error {
+	dp.SetFlags(pmetric.DataPointFlags(r.Flags))
+	dp.SetCount(uint64(deref(r.Count)))
+	setOpt(r.Sum, dp.SetSum)
+	setOpt(r.Min, dp.SetMin)
+	setOpt(r.Max, dp.SetMax)
+	appendCounts(dp.BucketCounts(), r.BucketCounts)
+	dp.ExplicitBounds().FromRaw(r.ExplicitBounds)
+	if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
+		return err
+	}
+	return fillCommon(r, dp)
+}
+
+func fillExpHistogram(r *schema.MetricPoint, dp pmetric.ExponentialHistogramDataPoint) error {
+	dp.SetFlags(pmetric.DataPointFlags(r.Flags))
+	dp.SetCount(uint64(deref(r.Count)))
+	setOpt(r.Sum, dp.SetSum)
+	setOpt(r.Min, dp.SetMin)
+	setOpt(r.Max, dp.SetMax)
+	dp.SetScale(int32(deref(r.Scale)))
+	dp.SetZeroCount(uint64(deref(r.ZeroCount)))
+	dp.SetZeroThreshold(deref(r.ZeroThreshold))
+	dp.Positive().SetOffset(int32(deref(r.PositiveOffset)))
+	appendCounts(dp.Positive().BucketCounts(), r.PositiveBucketCounts)
+	dp.Negative().SetOffset(int32(deref(r.NegativeOffset)))
+	appendCounts(dp.Negative().BucketCounts(), r.NegativeBucketCounts)
+	if err := fillExemplars(r.Exemplars, dp.Exemplars()); err != nil {
+		return err
+	}
+	return fillCommon(r, dp)
+}
+
+func fillSummary(r *schema.MetricPoint, dp pmetric.SummaryDataPoint) error {
+	if len(r.QuantileLevels) != len(r.QuantileValues) {
+		return fmt.Errorf("%d quantile levels but %d values", len(r.QuantileLevels), len(r.QuantileValues))
+	}
+	dp.SetFlags(pmetric.DataPointFlags(r.Flags))
+	dp.SetCount(uint64(deref(r.Count)))
+	dp.SetSum(deref(r.Sum))
+	for i, q := range r.QuantileLevels {
+		qv := dp.QuantileValues().AppendEmpty()
+		qv.SetQuantile(q)
+		qv.SetValue(r.QuantileValues[i])
+	}
+	return fillCommon(r, dp)
+}
+
+// appendCounts appends counts stored as INT64 (see rows.go) to an OTLP
+// uint64 list.
+func appendCounts(dst pcommon.UInt64Slice, counts []int64) {
+	dst.EnsureCapacity(len(counts))
+	for _, c := range counts {
+		dst.Append(uint64(c))
+	}
 }
 
 func fillNumber(r *schema.MetricPoint, dp pmetric.NumberDataPoint) error {
@@ -175,26 +189,22 @@ func fillNumber(r *schema.MetricPoint, dp pmetric.NumberDataPoint) error {
 }
 
 func fillExemplars(rows []schema.Exemplar, exs pmetric.ExemplarSlice) error {
+	exs.EnsureCapacity(len(rows))
 	for _, e := range rows {
 		ex := exs.AppendEmpty()
 		ex.SetTimestamp(pcommon.Timestamp(e.Time))
 		switch {
-		case e.ValueInt != nil:
+		case e.ValueInt != nil: // value holds it too, converted
 			ex.SetIntValue(*e.ValueInt)
 		case e.Value != nil:
 			ex.SetDoubleValue(*e.Value)
 		}
-		tid, err := parseTraceID(e.TraceID)
+		err := errors.Join(
+			setTraceID(e.TraceID, ex.SetTraceID),
+			setSpanID(e.SpanID, ex.SetSpanID),
+			schema.ParseMap(e.FilteredAttributes, e.FilteredAttributeTypes, ex.FilteredAttributes()),
+		)
 		if err != nil {
-			return err
-		}
-		sid, err := parseSpanID(e.SpanID)
-		if err != nil {
-			return err
-		}
-		ex.SetTraceID(tid)
-		ex.SetSpanID(sid)
-		if err := schema.ParseMap(e.FilteredAttributes, e.FilteredAttributeTypes, ex.FilteredAttributes()); err != nil {
 			return err
 		}
 	}

@@ -44,12 +44,11 @@ func newLogCols(mem memory.Allocator, st *schema.Table, batchSize int) *logCols 
 }
 
 // NewLogsConverter returns a converter that cuts batches of batchSize rows
-// per table.
+// (at least 1) per table.
 func NewLogsConverter(mem memory.Allocator, batchSize int) *LogsConverter {
 	return &LogsConverter{
-		converter: converter{mem: mem, batchSize: batchSize},
-		logs:      newLogCols(mem, schema.Logs, batchSize),
-		events:    newLogCols(mem, schema.Events, batchSize),
+		logs:   newLogCols(mem, schema.Logs, batchSize),
+		events: newLogCols(mem, schema.Events, batchSize),
 	}
 }
 
@@ -59,19 +58,44 @@ func (c *LogsConverter) Release() {
 	c.events.t.release()
 }
 
-// Convert appends every log record of ld.
+// Convert appends every log record of ld to the logs or the events table,
+// emitting a table's batch every batchSize rows of it and the remainders
+// at the end (logs first). After an error the converter holds no rows and
+// can be reused.
 func (c *LogsConverter) Convert(ld plog.Logs, emit Emit) error {
-	rls := ld.ResourceLogs()
-	for i := range rls.Len() {
-		rl := rls.At(i)
+	events := countEvents(ld)
+	c.logs.t.start(ld.LogRecordCount() - events)
+	c.events.t.start(events)
+	if err := c.convert(ld, emit); err != nil {
+		c.logs.t.discard()
+		c.events.t.discard()
+		return err
+	}
+	return nil
+}
+
+// countEvents counts the records bound for the events table, so that each
+// table reserves for its own rows.
+func countEvents(ld plog.Logs) int {
+	n := 0
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if lr.EventName() != "" {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func (c *LogsConverter) convert(ld plog.Logs, emit Emit) error {
+	for _, rl := range ld.ResourceLogs().All() {
 		c.setResource(rl.Resource(), rl.SchemaUrl())
-		sls := rl.ScopeLogs()
-		for j := range sls.Len() {
-			sl := sls.At(j)
+		for _, sl := range rl.ScopeLogs().All() {
 			c.setScope(sl.Scope(), sl.SchemaUrl())
-			lrs := sl.LogRecords()
-			for k := range lrs.Len() {
-				lr := lrs.At(k)
+			for _, lr := range sl.LogRecords().All() {
 				cols := c.logs
 				if lr.EventName() != "" {
 					cols = c.events
@@ -93,7 +117,8 @@ func (c *LogsConverter) Convert(ld plog.Logs, emit Emit) error {
 // data model groups them.
 var levels = [...]string{"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"}
 
-// Level returns the level column of a log record.
+// Level returns the level column of a log record: the severity text as
+// sent, else the name of the severity number's range, else "".
 func Level(text string, num plog.SeverityNumber) string {
 	if text != "" {
 		return text
@@ -107,7 +132,7 @@ func Level(text string, num plog.SeverityNumber) string {
 func (c *LogsConverter) appendLog(l *logCols, lr plog.LogRecord) {
 	ts := lr.Timestamp()
 	if ts == 0 {
-		ts = lr.ObservedTimestamp()
+		ts = lr.ObservedTimestamp() // time partitions the row; the reverse direction sets Timestamp to it
 	}
 	appendTime(l.time, ts)
 	appendTime(l.observed, lr.ObservedTimestamp())
@@ -119,16 +144,8 @@ func (c *LogsConverter) appendLog(l *logCols, lr plog.LogRecord) {
 	c.appendStr(l.level, Level(lr.SeverityText(), lr.SeverityNumber()))
 	c.appendStr(l.eventType, lr.EventName())
 	c.appendBody(l, lr.Body())
-
-	c.rec.reset(lr.Attributes())
-	m, ok := c.rec.text(schema.HTTPMethodKeys)
-	appendOptBytes(l.httpMethod, m, ok)
-	if n, ok := promotedInt(&c.rec, schema.HTTPStatusCodeKeys); ok {
-		l.statusCode.Append(n)
-	} else {
-		l.statusCode.AppendNull()
-	}
-	c.appendResource(l.res)
+	c.appendRecordAttrs(lr.Attributes(), l.httpMethod, l.statusCode)
+	c.appendResource(&l.res)
 	c.rec.appendTo(l.attrs)
 	l.dropped.Append(int64(lr.DroppedAttributesCount()))
 }

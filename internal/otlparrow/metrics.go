@@ -1,6 +1,8 @@
 package otlparrow
 
 import (
+	"iter"
+
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -41,35 +43,61 @@ type MetricsConverter struct {
 	exTraceID, exSpanID                      *array.StringBuilder
 	exAttrs, metadata, attrs                 attrCols
 
-	// per metric
-	metricMeta  rendered
-	typeName    string
-	temporal    string
-	isMonotonic bool
+	metric metricVals
+}
+
+// metricVals are the columns of the current metric, rendered once for all
+// its points.
+type metricVals struct {
+	name, desc, unit []byte
+	meta             rendered
+	typeName         string
+	temporality      string
+	isMonotonic      bool
+}
+
+func (v *metricVals) reset(m pmetric.Metric) {
+	v.name = schema.AppendValidUTF8(v.name[:0], m.Name())
+	v.desc = schema.AppendValidUTF8(v.desc[:0], m.Description())
+	v.unit = schema.AppendValidUTF8(v.unit[:0], m.Unit())
+	v.meta.reset(m.Metadata())
+	v.temporality, v.isMonotonic = "", false
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		v.typeName = MetricGauge
+	case pmetric.MetricTypeSum:
+		v.typeName = MetricSum
+		v.temporality, v.isMonotonic = temporalityName(m.Sum().AggregationTemporality()), m.Sum().IsMonotonic()
+	case pmetric.MetricTypeHistogram:
+		v.typeName, v.temporality = MetricHistogram, temporalityName(m.Histogram().AggregationTemporality())
+	case pmetric.MetricTypeExponentialHistogram:
+		v.typeName, v.temporality = MetricExpHistogram, temporalityName(m.ExponentialHistogram().AggregationTemporality())
+	case pmetric.MetricTypeSummary:
+		v.typeName = MetricSummary
+	}
 }
 
 // NewMetricsConverter returns a converter that cuts batches of batchSize rows.
 func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter {
 	t := newTable(mem, schema.Metrics, batchSize)
-	c := &MetricsConverter{converter: converter{mem: mem, batchSize: batchSize}, t: t, res: newResourceCols(t)}
+	c := &MetricsConverter{t: t, res: newResourceCols(t)}
 	c.time, c.start = t.ts("time"), t.ts("start_time")
 	c.name, c.desc, c.unit = t.str("metric_name"), t.str("metric_description"), t.str("metric_unit")
 	c.mtype, c.temporality, c.monotonic = t.str("metric_type"), t.str("temporality"), t.boolean("is_monotonic")
 	c.value, c.valueInt, c.count = t.f64("value"), t.i64("value_int"), t.i64("count")
 	c.sum, c.min, c.max = t.f64("sum"), t.f64("min"), t.f64("max")
-	c.buckets, c.bounds = t.field("bucket_counts").(*array.ListBuilder), t.field("explicit_bounds").(*array.ListBuilder)
+	c.buckets, c.bounds = t.list("bucket_counts"), t.list("explicit_bounds")
 	c.scale, c.zeroCount, c.zeroThreshold = t.i64("scale"), t.i64("zero_count"), t.f64("zero_threshold")
-	c.posOffset, c.posBuckets = t.i64("positive_offset"), t.field("positive_bucket_counts").(*array.ListBuilder)
-	c.negOffset, c.negBuckets = t.i64("negative_offset"), t.field("negative_bucket_counts").(*array.ListBuilder)
-	c.qLevels, c.qValues = t.field("quantile_levels").(*array.ListBuilder), t.field("quantile_values").(*array.ListBuilder)
+	c.posOffset, c.posBuckets = t.i64("positive_offset"), t.list("positive_bucket_counts")
+	c.negOffset, c.negBuckets = t.i64("negative_offset"), t.list("negative_bucket_counts")
+	c.qLevels, c.qValues = t.list("quantile_levels"), t.list("quantile_values")
 	c.flags = t.i64("flags")
-	c.exemplars = t.field("exemplars").(*array.ListBuilder)
-	c.ex = c.exemplars.ValueBuilder().(*array.StructBuilder)
-	c.exTime = c.ex.FieldBuilder(0).(*array.TimestampBuilder)
-	c.exValue = c.ex.FieldBuilder(1).(*array.Float64Builder)
-	c.exValueInt = c.ex.FieldBuilder(2).(*array.Int64Builder)
-	c.exTraceID, c.exSpanID = c.ex.FieldBuilder(3).(*array.StringBuilder), c.ex.FieldBuilder(4).(*array.StringBuilder)
-	c.exAttrs = newAttrCols(c.ex.FieldBuilder(5).(*array.MapBuilder), c.ex.FieldBuilder(6).(*array.MapBuilder))
+	c.exemplars = t.list("exemplars")
+	f := newStructFields(c.exemplars)
+	c.ex = f.s
+	c.exTime, c.exValue, c.exValueInt = f.ts("time"), f.f64("value"), f.i64("value_int")
+	c.exTraceID, c.exSpanID = f.str("trace_id"), f.str("span_id")
+	c.exAttrs = f.attrs("filtered_attributes")
 	c.metadata, c.attrs = t.attrs("metric_metadata"), t.attrs("attributes")
 	return c
 }
@@ -77,19 +105,26 @@ func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter 
 // Release frees the builders.
 func (c *MetricsConverter) Release() { c.t.release() }
 
-// Convert appends every data point of md.
+// Convert appends a row for every data point of md, emitting a batch every
+// batchSize rows and the remainder at the end. A metric of no type has no
+// points and leaves no row. After an error the converter holds no rows and
+// can be reused.
 func (c *MetricsConverter) Convert(md pmetric.Metrics, emit Emit) error {
-	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		rm := rms.At(i)
+	c.t.start(md.DataPointCount())
+	if err := c.convert(md, emit); err != nil {
+		c.t.discard()
+		return err
+	}
+	return nil
+}
+
+func (c *MetricsConverter) convert(md pmetric.Metrics, emit Emit) error {
+	for _, rm := range md.ResourceMetrics().All() {
 		c.setResource(rm.Resource(), rm.SchemaUrl())
-		sms := rm.ScopeMetrics()
-		for j := range sms.Len() {
-			sm := sms.At(j)
+		for _, sm := range rm.ScopeMetrics().All() {
 			c.setScope(sm.Scope(), sm.SchemaUrl())
-			ms := sm.Metrics()
-			for k := range ms.Len() {
-				if err := c.appendMetric(ms.At(k), emit); err != nil {
+			for _, m := range sm.Metrics().All() {
+				if err := c.appendMetric(m, emit); err != nil {
 					return err
 				}
 			}
@@ -98,69 +133,68 @@ func (c *MetricsConverter) Convert(md pmetric.Metrics, emit Emit) error {
 	return c.t.flush(emit)
 }
 
+// Temporality names of the temporality column.
+const (
+	TemporalityDelta      = "delta"
+	TemporalityCumulative = "cumulative"
+)
+
+// temporalityName names delta and cumulative; unspecified (invalid for the
+// types that have a temporality) is "", like the types that have none.
 func temporalityName(t pmetric.AggregationTemporality) string {
 	switch t {
 	case pmetric.AggregationTemporalityDelta:
-		return "delta"
+		return TemporalityDelta
 	case pmetric.AggregationTemporalityCumulative:
-		return "cumulative"
+		return TemporalityCumulative
 	}
-	return "unspecified"
+	return ""
 }
 
 func (c *MetricsConverter) appendMetric(m pmetric.Metric, emit Emit) error {
-	c.metricMeta.reset(m.Metadata())
-	c.temporal, c.isMonotonic = "", false
+	c.metric.reset(m)
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
-		c.typeName = MetricGauge
-		return c.numberPoints(m, m.Gauge().DataPoints(), emit)
+		return eachPoint(m.Gauge().DataPoints().All(), c.numberPoint, c.t, emit)
 	case pmetric.MetricTypeSum:
-		c.typeName = MetricSum
-		c.temporal, c.isMonotonic = temporalityName(m.Sum().AggregationTemporality()), m.Sum().IsMonotonic()
-		return c.numberPoints(m, m.Sum().DataPoints(), emit)
+		return eachPoint(m.Sum().DataPoints().All(), c.numberPoint, c.t, emit)
 	case pmetric.MetricTypeHistogram:
-		c.typeName, c.temporal = MetricHistogram, temporalityName(m.Histogram().AggregationTemporality())
-		dps := m.Histogram().DataPoints()
-		for i := range dps.Len() {
-			if err := c.histogramPoint(m, dps.At(i), emit); err != nil {
-				return err
-			}
-		}
+		return eachPoint(m.Histogram().DataPoints().All(), c.histogramPoint, c.t, emit)
 	case pmetric.MetricTypeExponentialHistogram:
-		c.typeName, c.temporal = MetricExpHistogram, temporalityName(m.ExponentialHistogram().AggregationTemporality())
-		dps := m.ExponentialHistogram().DataPoints()
-		for i := range dps.Len() {
-			if err := c.expHistogramPoint(m, dps.At(i), emit); err != nil {
-				return err
-			}
-		}
+		return eachPoint(m.ExponentialHistogram().DataPoints().All(), c.expHistogramPoint, c.t, emit)
 	case pmetric.MetricTypeSummary:
-		c.typeName = MetricSummary
-		dps := m.Summary().DataPoints()
-		for i := range dps.Len() {
-			if err := c.summaryPoint(m, dps.At(i), emit); err != nil {
-				return err
-			}
+		return eachPoint(m.Summary().DataPoints().All(), c.summaryPoint, c.t, emit)
+	}
+	return nil
+}
+
+// eachPoint appends a row per data point.
+func eachPoint[P any](points iter.Seq2[int, P], appendPoint func(P), t *table, emit Emit) error {
+	for _, p := range points {
+		appendPoint(p)
+		if err := t.rowDone(emit); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // pointCommon appends the columns every data point has.
-func (c *MetricsConverter) pointCommon(m pmetric.Metric, ts, start pcommon.Timestamp, flags pmetric.DataPointFlags, attrs pcommon.Map) {
+func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetric.DataPointFlags, attrs pcommon.Map) {
+	m := &c.metric
 	appendTime(c.time, ts)
 	appendTime(c.start, start)
-	c.appendStr(c.name, m.Name())
-	c.appendStr(c.desc, m.Description())
-	c.appendStr(c.unit, m.Unit())
-	c.mtype.Append(c.typeName)
-	c.temporality.Append(c.temporal)
-	c.monotonic.Append(c.isMonotonic)
+	c.name.BinaryBuilder.Append(m.name)
+	c.desc.BinaryBuilder.Append(m.desc)
+	c.unit.BinaryBuilder.Append(m.unit)
+	c.mtype.Append(m.typeName)
+	c.temporality.Append(m.temporality)
+	c.monotonic.Append(m.isMonotonic)
 	c.flags.Append(int64(flags))
-	c.metricMeta.appendTo(c.metadata)
-	c.appendResource(c.res)
-	c.appendAttrs(c.attrs, attrs, &c.rec)
+	m.meta.appendTo(c.metadata)
+	c.appendResource(&c.res)
+	c.rec.reset(attrs)
+	c.rec.appendTo(c.attrs)
 }
 
 // nulls appends null to each builder: the columns a metric type leaves out.
@@ -177,37 +211,18 @@ func empty(ls ...*array.ListBuilder) {
 	}
 }
 
-func (c *MetricsConverter) numberPoints(m pmetric.Metric, dps pmetric.NumberDataPointSlice, emit Emit) error {
-	for i := range dps.Len() {
-		dp := dps.At(i)
-		c.pointCommon(m, dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
-		if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-			c.value.Append(float64(dp.IntValue()))
-			c.valueInt.Append(dp.IntValue())
-		} else {
-			c.value.Append(dp.DoubleValue())
-			c.valueInt.AppendNull()
-		}
-		nulls(c.count, c.sum, c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
-		empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets, c.qLevels, c.qValues)
-		c.appendExemplars(dp.Exemplars())
-		if err := c.t.rowDone(emit); err != nil {
-			return err
-		}
-	}
-	return nil
+func (c *MetricsConverter) numberPoint(dp pmetric.NumberDataPoint) {
+	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
+	typ := dp.ValueType()
+	appendNumber(c.value, c.valueInt, typ == pmetric.NumberDataPointValueTypeInt, typ == pmetric.NumberDataPointValueTypeDouble,
+		dp.DoubleValue(), dp.IntValue())
+	nulls(c.count, c.sum, c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
+	empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets, c.qLevels, c.qValues)
+	c.appendExemplars(dp.Exemplars())
 }
 
-func appendOptF64(b *array.Float64Builder, v float64, ok bool) {
-	if ok {
-		b.Append(v)
-	} else {
-		b.AppendNull()
-	}
-}
-
-func (c *MetricsConverter) histogramPoint(m pmetric.Metric, dp pmetric.HistogramDataPoint, emit Emit) error {
-	c.pointCommon(m, dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
+func (c *MetricsConverter) histogramPoint(dp pmetric.HistogramDataPoint) {
+	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	nulls(c.value, c.valueInt)
 	c.count.Append(int64(dp.Count()))
 	appendOptF64(c.sum, dp.Sum(), dp.HasSum())
@@ -218,11 +233,10 @@ func (c *MetricsConverter) histogramPoint(m pmetric.Metric, dp pmetric.Histogram
 	nulls(c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
 	empty(c.posBuckets, c.negBuckets, c.qLevels, c.qValues)
 	c.appendExemplars(dp.Exemplars())
-	return c.t.rowDone(emit)
 }
 
-func (c *MetricsConverter) expHistogramPoint(m pmetric.Metric, dp pmetric.ExponentialHistogramDataPoint, emit Emit) error {
-	c.pointCommon(m, dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
+func (c *MetricsConverter) expHistogramPoint(dp pmetric.ExponentialHistogramDataPoint) {
+	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	nulls(c.value, c.valueInt)
 	c.count.Append(int64(dp.Count()))
 	appendOptF64(c.sum, dp.Sum(), dp.HasSum())
@@ -238,59 +252,69 @@ func (c *MetricsConverter) expHistogramPoint(m pmetric.Metric, dp pmetric.Expone
 	appendUints(c.negBuckets, dp.Negative().BucketCounts())
 	empty(c.qLevels, c.qValues)
 	c.appendExemplars(dp.Exemplars())
-	return c.t.rowDone(emit)
 }
 
-func (c *MetricsConverter) summaryPoint(m pmetric.Metric, dp pmetric.SummaryDataPoint, emit Emit) error {
-	c.pointCommon(m, dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
+func (c *MetricsConverter) summaryPoint(dp pmetric.SummaryDataPoint) {
+	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	nulls(c.value, c.valueInt)
 	c.count.Append(int64(dp.Count()))
 	c.sum.Append(dp.Sum())
 	nulls(c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
 	empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets)
-	qs := dp.QuantileValues()
 	c.qLevels.Append(true)
 	c.qValues.Append(true)
 	lv, vv := c.qLevels.ValueBuilder().(*array.Float64Builder), c.qValues.ValueBuilder().(*array.Float64Builder)
-	for i := range qs.Len() {
-		lv.Append(qs.At(i).Quantile())
-		vv.Append(qs.At(i).Value())
+	for _, q := range dp.QuantileValues().All() {
+		lv.Append(q.Quantile())
+		vv.Append(q.Value())
 	}
 	c.exemplars.Append(true) // summaries have no exemplars
-	return c.t.rowDone(emit)
 }
 
 func appendUints(l *array.ListBuilder, s pcommon.UInt64Slice) {
 	l.Append(true)
 	vb := l.ValueBuilder().(*array.Int64Builder)
-	for i := range s.Len() {
-		vb.Append(int64(s.At(i)))
+	for _, v := range s.All() {
+		vb.Append(int64(v))
 	}
 }
 
 func appendFloats(l *array.ListBuilder, s pcommon.Float64Slice) {
 	l.Append(true)
 	vb := l.ValueBuilder().(*array.Float64Builder)
-	for i := range s.Len() {
-		vb.Append(s.At(i))
+	for _, v := range s.All() {
+		vb.Append(v)
 	}
 }
 
 func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
 	c.exemplars.Append(true)
-	for i := range exs.Len() {
-		ex := exs.At(i)
+	for _, ex := range exs.All() {
 		c.ex.Append(true)
 		appendTime(c.exTime, ex.Timestamp())
-		if ex.ValueType() == pmetric.ExemplarValueTypeInt {
-			c.exValue.AppendNull()
-			c.exValueInt.Append(ex.IntValue())
-		} else {
-			c.exValue.Append(ex.DoubleValue())
-			c.exValueInt.AppendNull()
-		}
+		typ := ex.ValueType()
+		appendNumber(c.exValue, c.exValueInt, typ == pmetric.ExemplarValueTypeInt, typ == pmetric.ExemplarValueTypeDouble,
+			ex.DoubleValue(), ex.IntValue())
 		c.appendTraceID(c.exTraceID, ex.TraceID())
 		c.appendSpanID(c.exSpanID, ex.SpanID())
-		c.appendAttrs(c.exAttrs, ex.FilteredAttributes(), &c.nested)
+		c.nested.reset(ex.FilteredAttributes())
+		c.nested.appendTo(c.exAttrs)
+	}
+}
+
+// appendNumber appends a number point's or an exemplar's value: a double
+// in value; an int in value_int and, converted, in value, so that value
+// answers queries whatever the type; nothing set, null in both.
+func appendNumber(value *array.Float64Builder, valueInt *array.Int64Builder, isInt, isDouble bool, d float64, i int64) {
+	switch {
+	case isInt:
+		value.Append(float64(i))
+		valueInt.Append(i)
+	case isDouble:
+		value.Append(d)
+		valueInt.AppendNull()
+	default:
+		value.AppendNull()
+		valueInt.AppendNull()
 	}
 }

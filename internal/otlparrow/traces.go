@@ -24,22 +24,30 @@ type TracesConverter struct {
 
 	events, links *array.ListBuilder
 	event, link   *array.StructBuilder
-	evTime        *array.TimestampBuilder
-	evName        *array.StringBuilder
-	evAttrs       attrCols
-	evDropped     *array.Int64Builder
-	lnTraceID     *array.StringBuilder
-	lnSpanID      *array.StringBuilder
-	lnState       *array.StringBuilder
-	lnFlags       *array.Int64Builder
-	lnAttrs       attrCols
-	lnDropped     *array.Int64Builder
+	ev            spanEventCols
+	ln            spanLinkCols
 }
 
-// NewTracesConverter returns a converter that cuts batches of batchSize rows.
+// spanEventCols are the fields of the events list's struct.
+type spanEventCols struct {
+	time    *array.TimestampBuilder
+	name    *array.StringBuilder
+	attrs   attrCols
+	dropped *array.Int64Builder
+}
+
+// spanLinkCols are the fields of the links list's struct.
+type spanLinkCols struct {
+	traceID, spanID, state *array.StringBuilder
+	flags, dropped         *array.Int64Builder
+	attrs                  attrCols
+}
+
+// NewTracesConverter returns a converter that cuts batches of batchSize
+// rows (at least 1).
 func NewTracesConverter(mem memory.Allocator, batchSize int) *TracesConverter {
 	t := newTable(mem, schema.Traces, batchSize)
-	c := &TracesConverter{converter: converter{mem: mem, batchSize: batchSize}, t: t, res: newResourceCols(t)}
+	c := &TracesConverter{t: t, res: newResourceCols(t)}
 	c.time, c.endTime = t.ts("time"), t.ts("end_time")
 	c.duration, c.flags = t.i64("duration_ns"), t.i64("flags")
 	c.dropped, c.droppedEv, c.droppedLn = t.i64("dropped_attributes_count"), t.i64("dropped_events_count"), t.i64("dropped_links_count")
@@ -48,30 +56,31 @@ func NewTracesConverter(mem memory.Allocator, batchSize int) *TracesConverter {
 	c.httpMethod, c.statusCode, c.isError = t.str("http_method"), t.i64("status_code"), t.boolean("error")
 	c.attrs = t.attrs("attributes")
 
-	c.events = t.field("events").(*array.ListBuilder)
-	c.event = c.events.ValueBuilder().(*array.StructBuilder)
-	c.evTime = c.event.FieldBuilder(0).(*array.TimestampBuilder)
-	c.evName = c.event.FieldBuilder(1).(*array.StringBuilder)
-	c.evAttrs = newAttrCols(c.event.FieldBuilder(2).(*array.MapBuilder), c.event.FieldBuilder(3).(*array.MapBuilder))
-	c.evDropped = c.event.FieldBuilder(4).(*array.Int64Builder)
+	c.events = t.list("events")
+	f := newStructFields(c.events)
+	c.event = f.s
+	c.ev = spanEventCols{time: f.ts("time"), name: f.str("name"), attrs: f.attrs("attributes"), dropped: f.i64("dropped_attributes_count")}
 
-	c.links = t.field("links").(*array.ListBuilder)
-	c.link = c.links.ValueBuilder().(*array.StructBuilder)
-	c.lnTraceID = c.link.FieldBuilder(0).(*array.StringBuilder)
-	c.lnSpanID = c.link.FieldBuilder(1).(*array.StringBuilder)
-	c.lnState = c.link.FieldBuilder(2).(*array.StringBuilder)
-	c.lnFlags = c.link.FieldBuilder(3).(*array.Int64Builder)
-	c.lnAttrs = newAttrCols(c.link.FieldBuilder(4).(*array.MapBuilder), c.link.FieldBuilder(5).(*array.MapBuilder))
-	c.lnDropped = c.link.FieldBuilder(6).(*array.Int64Builder)
+	c.links = t.list("links")
+	f = newStructFields(c.links)
+	c.link = f.s
+	c.ln = spanLinkCols{
+		traceID: f.str("trace_id"), spanID: f.str("span_id"), state: f.str("trace_state"), flags: f.i64("flags"),
+		attrs: f.attrs("attributes"), dropped: f.i64("dropped_attributes_count"),
+	}
 	return c
 }
 
 // Release frees the builders.
 func (c *TracesConverter) Release() { c.t.release() }
 
-var spanKinds = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
-var spanStatuses = [...]string{"unset", "ok", "error"}
+var (
+	spanKinds    = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+	spanStatuses = [...]string{"unset", "ok", "error"}
+)
 
+// enumName names an OTLP enum value; a value newer than this code reads as
+// the zero value's name.
 func enumName(names []string, i int) string {
 	if i >= 0 && i < len(names) {
 		return names[i]
@@ -80,19 +89,24 @@ func enumName(names []string, i int) string {
 }
 
 // Convert appends every span of td, emitting a batch every batchSize rows
-// and the remainder at the end.
+// and the remainder at the end. After an error the converter holds no rows
+// and can be reused.
 func (c *TracesConverter) Convert(td ptrace.Traces, emit Emit) error {
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		rs := rss.At(i)
+	c.t.start(td.SpanCount())
+	if err := c.convert(td, emit); err != nil {
+		c.t.discard()
+		return err
+	}
+	return nil
+}
+
+func (c *TracesConverter) convert(td ptrace.Traces, emit Emit) error {
+	for _, rs := range td.ResourceSpans().All() {
 		c.setResource(rs.Resource(), rs.SchemaUrl())
-		sss := rs.ScopeSpans()
-		for j := range sss.Len() {
-			ss := sss.At(j)
+		for _, ss := range rs.ScopeSpans().All() {
 			c.setScope(ss.Scope(), ss.SchemaUrl())
-			spans := ss.Spans()
-			for k := range spans.Len() {
-				c.appendSpan(spans.At(k))
+			for _, s := range ss.Spans().All() {
+				c.appendSpan(s)
 				if err := c.t.rowDone(emit); err != nil {
 					return err
 				}
@@ -106,7 +120,7 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 	start, end := s.StartTimestamp(), s.EndTimestamp()
 	appendTime(c.time, start)
 	appendTime(c.endTime, end)
-	c.duration.Append(int64(end) - int64(start))
+	c.duration.Append(int64(end) - int64(start)) // negative when end < start: kept, not hidden
 	c.appendTraceID(c.traceID, s.TraceID())
 	c.appendSpanID(c.spanID, s.SpanID())
 	c.appendSpanID(c.parentID, s.ParentSpanID())
@@ -114,20 +128,11 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 	c.flags.Append(int64(s.Flags()))
 	c.appendStr(c.name, s.Name())
 	c.kind.Append(enumName(spanKinds[:], int(s.Kind())))
-	code := int(s.Status().Code())
-	c.status.Append(enumName(spanStatuses[:], code))
+	c.status.Append(enumName(spanStatuses[:], int(s.Status().Code())))
 	c.appendStr(c.statusMsg, s.Status().Message())
 	c.isError.Append(s.Status().Code() == ptrace.StatusCodeError)
-
-	c.rec.reset(s.Attributes())
-	m, ok := c.rec.text(schema.HTTPMethodKeys)
-	appendOptBytes(c.httpMethod, m, ok)
-	if n, ok := promotedInt(&c.rec, schema.HTTPStatusCodeKeys); ok {
-		c.statusCode.Append(n)
-	} else {
-		c.statusCode.AppendNull()
-	}
-	c.appendResource(c.res)
+	c.appendRecordAttrs(s.Attributes(), c.httpMethod, c.statusCode)
+	c.appendResource(&c.res)
 	c.rec.appendTo(c.attrs)
 	c.dropped.Append(int64(s.DroppedAttributesCount()))
 	c.appendEvents(s.Events())
@@ -138,26 +143,26 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 
 func (c *TracesConverter) appendEvents(evs ptrace.SpanEventSlice) {
 	c.events.Append(true)
-	for i := range evs.Len() {
-		ev := evs.At(i)
+	for _, ev := range evs.All() {
 		c.event.Append(true)
-		appendTime(c.evTime, ev.Timestamp())
-		c.appendStr(c.evName, ev.Name())
-		c.appendAttrs(c.evAttrs, ev.Attributes(), &c.nested)
-		c.evDropped.Append(int64(ev.DroppedAttributesCount()))
+		appendTime(c.ev.time, ev.Timestamp())
+		c.appendStr(c.ev.name, ev.Name())
+		c.nested.reset(ev.Attributes())
+		c.nested.appendTo(c.ev.attrs)
+		c.ev.dropped.Append(int64(ev.DroppedAttributesCount()))
 	}
 }
 
 func (c *TracesConverter) appendLinks(links ptrace.SpanLinkSlice) {
 	c.links.Append(true)
-	for i := range links.Len() {
-		l := links.At(i)
+	for _, l := range links.All() {
 		c.link.Append(true)
-		c.appendTraceID(c.lnTraceID, l.TraceID())
-		c.appendSpanID(c.lnSpanID, l.SpanID())
-		c.appendStr(c.lnState, l.TraceState().AsRaw())
-		c.lnFlags.Append(int64(l.Flags()))
-		c.appendAttrs(c.lnAttrs, l.Attributes(), &c.nested)
-		c.lnDropped.Append(int64(l.DroppedAttributesCount()))
+		c.appendTraceID(c.ln.traceID, l.TraceID())
+		c.appendSpanID(c.ln.spanID, l.SpanID())
+		c.appendStr(c.ln.state, l.TraceState().AsRaw())
+		c.ln.flags.Append(int64(l.Flags()))
+		c.nested.reset(l.Attributes())
+		c.nested.appendTo(c.ln.attrs)
+		c.ln.dropped.Append(int64(l.DroppedAttributesCount()))
 	}
 }

@@ -65,9 +65,24 @@ func AppendText(dst []byte, v pcommon.Value) []byte {
 	case pcommon.ValueTypeBool:
 		return strconv.AppendBool(dst, v.Bool())
 	case pcommon.ValueTypeBytes:
-		return base64.StdEncoding.AppendEncode(dst, v.Bytes().AsRaw())
+		return appendBase64(dst, v.Bytes())
 	case pcommon.ValueTypeSlice, pcommon.ValueTypeMap:
 		return appendPlainJSON(dst, v)
+	}
+	return dst
+}
+
+// appendBase64 appends the standard base64 encoding of b. ByteSlice.AsRaw
+// copies, so the bytes go through a stack buffer in chunks whose length is a
+// multiple of 3: their encodings concatenate without padding in between.
+func appendBase64(dst []byte, b pcommon.ByteSlice) []byte {
+	var chunk [3 * 128]byte
+	for start := 0; start < b.Len(); start += len(chunk) {
+		n := min(len(chunk), b.Len()-start)
+		for i := range n {
+			chunk[i] = b.At(start + i)
+		}
+		dst = base64.StdEncoding.AppendEncode(dst, chunk[:n])
 	}
 	return dst
 }
@@ -113,9 +128,61 @@ func appendFloat(dst []byte, f float64) []byte {
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
 
+// appendJSONString appends s as a JSON string, byte for byte what
+// json.Marshal makes of AppendValidUTF8(s) (HTML characters, U+2028 and
+// U+2029 escaped), without its allocations: it runs for every key and string
+// inside an array or map value, on every row.
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(string(AppendValidUTF8(nil, s)))
-	return append(dst, b...)
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if !jsonSafe(b) {
+				dst = appendJSONEscape(append(dst, s[start:i]...), rune(b))
+				start = i + 1
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+			dst = appendJSONEscape(append(dst, s[start:i]...), r)
+			start = i + size
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// jsonSafe reports whether json.Marshal copies the ASCII byte b unescaped.
+func jsonSafe(b byte) bool {
+	return b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+}
+
+// appendJSONEscape appends what json.Marshal writes for a character it
+// escapes; an invalid byte (utf8.RuneError) becomes a literal U+FFFD.
+func appendJSONEscape(dst []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	switch r {
+	case '\\', '"':
+		return append(dst, '\\', byte(r))
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	case utf8.RuneError:
+		return utf8.AppendRune(dst, r)
+	case '\u2028', '\u2029':
+		return append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+	}
+	return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xF])
 }
 
 // appendPlainJSON renders arrays and maps as the JSON a person expects:
@@ -130,12 +197,13 @@ func appendPlainJSON(dst []byte, v pcommon.Value) []byte {
 	case pcommon.ValueTypeDouble:
 		f := v.Double()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return appendJSONString(dst, string(appendFloat(nil, f)))
+			dst = append(dst, '"')
+			return append(appendFloat(dst, f), '"')
 		}
 		return appendFloat(dst, f)
 	case pcommon.ValueTypeBytes:
 		dst = append(dst, '"')
-		dst = base64.StdEncoding.AppendEncode(dst, v.Bytes().AsRaw())
+		dst = appendBase64(dst, v.Bytes())
 		return append(dst, '"')
 	case pcommon.ValueTypeSlice:
 		dst = append(dst, '[')
@@ -192,7 +260,7 @@ func AppendOTLPJSON(dst []byte, v pcommon.Value) []byte {
 		dst = strconv.AppendBool(dst, v.Bool())
 	case pcommon.ValueTypeBytes:
 		dst = append(dst, `{"bytesValue":"`...)
-		dst = base64.StdEncoding.AppendEncode(dst, v.Bytes().AsRaw())
+		dst = appendBase64(dst, v.Bytes())
 		dst = append(dst, '"')
 	case pcommon.ValueTypeSlice:
 		dst = append(dst, `{"arrayValue":{"values":[`...)

@@ -1,6 +1,16 @@
-// Package otlparrowtest generates OTLP data that sets every field the
-// column contract stores, and compares pdata the way the contract promises
-// to keep it.
+// Package otlparrowtest is the test kit of the column contract: generators
+// of OTLP data that set every field the contract stores (Traces, Logs,
+// Metrics) or look like real traffic (Realistic*), a reader of record
+// batches into the row structs of internal/schema (Rows), and comparisons
+// of pdata the way the contract promises to keep it (Assert*Equal in order,
+// Assert*SameRecords in any order).
+//
+// What every generator covers: attribute values of every type (string,
+// int incl. min and max, double incl. NaN, ±Inf, -0 and the smallest
+// subnormal, bool, bytes incl. non-UTF-8 and empty, empty, nested arrays
+// and maps, empty array and map), empty and 1 MiB strings, invalid UTF-8 in
+// keys, values, names and messages, dropped counts, schema URLs, and
+// resources and scopes that all differ, so regrouping is unambiguous.
 package otlparrowtest
 
 import (
@@ -106,8 +116,11 @@ func spanID(seed int) pcommon.SpanID {
 	return pcommon.SpanID{0xbe, 0xef, byte(seed >> 8), byte(seed), 1, 2, 3, 0xff}
 }
 
-// Traces returns spans of every kind and status in two resources with two
-// scopes each; spans per scope sets the size.
+// Traces returns 4*spansPerScope spans in two resources with two scopes
+// each: every kind and status, trace state, flags, parent ids (and roots),
+// events and links with attributes and dropped counts, an empty link, a
+// span whose end precedes its start, promoted HTTP attributes and a 1 MiB
+// attribute value.
 func Traces(mode Mode, spansPerScope int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	n := 0
@@ -143,8 +156,14 @@ func fillSpan(s ptrace.Span, mode Mode, i int) {
 	s.SetKind(ptrace.SpanKind(i % 6))
 	s.Status().SetCode(ptrace.StatusCode(i % 3))
 	s.Status().SetMessage(fmt.Sprintf("status %d", i))
+	if i == 1 {
+		s.Status().SetMessage(badUTF8(mode, "status"))
+	}
 	s.SetStartTimestamp(ts(time.Duration(i) * time.Millisecond))
 	s.SetEndTimestamp(ts(time.Duration(i)*time.Millisecond + 1234567))
+	if i == 4 { // a clock skewed span: duration_ns is negative, not clamped
+		s.SetEndTimestamp(ts(time.Duration(i)*time.Millisecond - 1))
+	}
 	a := s.Attributes()
 	a.PutStr("http.request.method", "POST")
 	a.PutInt("http.response.status_code", int64(200+i%5*100))
@@ -158,6 +177,9 @@ func fillSpan(s ptrace.Span, mode Mode, i int) {
 	for e := range i % 3 {
 		ev := s.Events().AppendEmpty()
 		ev.SetName(fmt.Sprintf("event-%d", e))
+		if e == 1 {
+			ev.SetName(badUTF8(mode, "event"))
+		}
 		ev.SetTimestamp(ts(time.Duration(i)*time.Millisecond + time.Duration(e)))
 		ev.Attributes().PutInt("attempt", int64(e))
 		ev.Attributes().PutEmptyBytes("raw").FromRaw([]byte{0x80})
@@ -176,8 +198,11 @@ func fillSpan(s ptrace.Span, mode Mode, i int) {
 	}
 }
 
-// Logs returns log records with bodies of every type, some carrying an
-// event name (they belong in the events table).
+// Logs returns 4*recordsPerScope log records in two resources with two
+// scopes each: bodies of every type (a 1 MiB string among them), every
+// severity number, severity texts, trace context on every other record,
+// records with only an observed time, and on every fourth record (i%4 == 1)
+// an event name: those belong in the events table.
 func Logs(mode Mode, recordsPerScope int) plog.Logs {
 	ld := plog.NewLogs()
 	n := 0
@@ -214,8 +239,14 @@ func fillLog(lr plog.LogRecord, mode Mode, i int) {
 	if i%3 == 0 {
 		lr.SetSeverityText("Warning")
 	}
+	if i == 3 {
+		lr.SetSeverityText(badUTF8(mode, "sev"))
+	}
 	if i%4 == 1 {
 		lr.SetEventName(fmt.Sprintf("campaign.event.%d", i%3))
+	}
+	if i == 5 {
+		lr.SetEventName(badUTF8(mode, "campaign.event."))
 	}
 	fillBody(lr.Body(), mode, i)
 	a := lr.Attributes()
@@ -229,6 +260,9 @@ func fillBody(b pcommon.Value, mode Mode, i int) {
 	switch i % 9 {
 	case 0:
 		b.SetStr(fmt.Sprintf("request %d served", i))
+		if i == 9 {
+			b.SetStr(big)
+		}
 	case 1:
 		b.SetInt(int64(-i))
 	case 2:
@@ -249,8 +283,11 @@ func fillBody(b pcommon.Value, mode Mode, i int) {
 	}
 }
 
-// Metrics returns every metric type with both temporalities, monotonic and
-// not, int and double points and exemplars.
+// Metrics returns, in two resources, 10 metrics of pointsPerMetric points
+// each: a gauge (double, int, -0, NaN and valueless points, metadata of
+// every type), sums of both temporalities monotonic and not, histograms and
+// exponential histograms of both temporalities (some points without sum,
+// min and max), and a summary; exemplars with int and double values.
 func Metrics(mode Mode, pointsPerMetric int) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	for r := range 2 {
@@ -270,18 +307,30 @@ func addMetrics(ms pmetric.MetricSlice, mode Mode, n, seed int) {
 		m := ms.AppendEmpty()
 		m.SetName(fmt.Sprintf("%s.%d", name, seed))
 		m.SetDescription("what " + name + " measures")
+		if name == "rpc.duration" {
+			m.SetDescription(badUTF8(mode, "what rpc.duration measures"))
+		}
 		m.SetUnit(unit)
 		m.Metadata().PutStr("origin", "test")
 		m.Metadata().PutInt("version", 2)
 		return m
 	}
-	g := newMetric("cpu.usage", "%").SetEmptyGauge()
+	gm := newMetric("cpu.usage", "%")
+	fillAttrs(gm.Metadata(), mode, seed)
+	g := gm.SetEmptyGauge()
 	for i := range n {
 		dp := g.DataPoints().AppendEmpty()
 		fillPoint(dp, mode, i)
-		dp.SetDoubleValue(float64(i) * 1.5)
-		if i%2 == 1 {
+		switch {
+		case i == 0:
+			dp.SetDoubleValue(math.Copysign(0, -1))
+		case i == 2:
+			dp.SetDoubleValue(math.NaN())
+		case i%4 == 3: // no value at all: value and value_int are null
+		case i%2 == 1:
 			dp.SetIntValue(int64(i))
+		default:
+			dp.SetDoubleValue(float64(i) * 1.5)
 		}
 	}
 	for _, temporality := range []pmetric.AggregationTemporality{pmetric.AggregationTemporalityDelta, pmetric.AggregationTemporalityCumulative} {
@@ -318,9 +367,11 @@ func addMetrics(ms pmetric.MetricSlice, mode Mode, n, seed int) {
 			dp := e.DataPoints().AppendEmpty()
 			fillPoint(dp, mode, i)
 			dp.SetCount(uint64(i + 5))
-			dp.SetSum(3.25)
-			dp.SetMin(-1)
-			dp.SetMax(8)
+			if i%3 != 1 { // the others leave sum, min and max unset
+				dp.SetSum(3.25)
+				dp.SetMin(-1)
+				dp.SetMax(8)
+			}
 			dp.SetScale(int32(i%5) - 2)
 			dp.SetZeroCount(uint64(i))
 			dp.SetZeroThreshold(1e-9)
