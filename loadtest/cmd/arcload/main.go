@@ -1,0 +1,121 @@
+// Command arcload is the load harness: it drives OTLP into otelcol-arc
+// (pre-generated requests or telemetrygen), runs the same load against the
+// nop-exporter ceiling, checks every acknowledged row is in Parquet once,
+// and writes a JSON, Markdown and PNG report. See loadtest/README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/arc-otel/arc-otel/loadtest/internal/report"
+	"github.com/arc-otel/arc-otel/loadtest/internal/run"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "arcload:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r := &run.Runner{Config: cfg, Progress: func(s string) { fmt.Println(s) }}
+	rep, err := r.Run(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "arcload:", err)
+		os.Exit(1)
+	}
+	fmt.Print("\n" + summary(rep))
+	fmt.Printf("\nreport: %s\n", filepath.Join(cfg.ResultsDir, report.MarkdownFile))
+	if !rep.Passed() {
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (run.Config, error) {
+	var c run.Config
+	fs := flag.NewFlagSet("arcload", flag.ContinueOnError)
+	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics or mixed")
+	fs.StringVar(&c.Driver, "driver", run.DriverOTLP, "otlp (pre-generated requests, this process) or telemetrygen")
+	fs.Float64Var(&c.Rate, "rate", 0, "target items per second over all signals; 0 sends as fast as answered")
+	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "how long to send")
+	fs.IntVar(&c.Workers, "workers", 4, "concurrent senders (shared evenly by the scenario's signals)")
+	fs.IntVar(&c.Batch, "batch", 1000, "items per OTLP request")
+	fs.BoolVar(&c.Ceiling, "ceiling", true, "first run the same load against otelcol-arc with the nop exporter")
+	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector; empty starts a fresh stack")
+	fs.StringVar(&c.CollectorMetrics, "collector-metrics", "", "with -target: the collector's Prometheus endpoint")
+	fs.StringVar(&c.SidecarMetrics, "sidecar-metrics", "", "with -target: the sidecar's /metrics URL")
+	fs.StringVar(&c.DataDir, "data-dir", "", "with -target: the sidecar's data directory, for the loss check")
+	fs.StringVar(&c.Database, "database", "default", "database the rows land in")
+	fs.StringVar(&c.BinDir, "bin-dir", "bin", "where arcstore and otelcol-arc are")
+	fs.StringVar(&c.Telemetrygen, "telemetrygen", ".tools/telemetrygen", "telemetrygen binary")
+	fs.StringVar(&c.DuckDB, "duckdb", ".tools/duckdb", "DuckDB CLI, for the loss check")
+	fs.StringVar(&c.ResultsDir, "out", "", "results folder (default loadtest/results/<time>-<scenario>)")
+	fs.DurationVar(&c.Interval, "interval", 5*time.Second, "progress interval")
+	fs.IntVar(&c.QueueSize, "queue-size", 100_000, "arc exporter sending queue, items (it blocks when full)")
+	sidecarArgs := fs.String("sidecar-args", "", "extra arcstore flags, space-separated")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 5*time.Minute, "longest wait for the collector to empty its queue after the load")
+	fs.BoolVar(&c.Sweep.Enabled, "sweep", false, "raise the rate step by step until a limit (see -step-*)")
+	fs.Float64Var(&c.Sweep.Start, "sweep-start", 50_000, "sweep: first target rate")
+	fs.Float64Var(&c.Sweep.Step, "sweep-step", 50_000, "sweep: rate added per step")
+	fs.DurationVar(&c.Sweep.Hold, "sweep-hold", 30*time.Second, "sweep: how long each step lasts")
+	fs.DurationVar(&c.Sweep.MaxP99, "sweep-max-p99", 50*time.Millisecond, "sweep: durable-ack p99 past which a step fails")
+	fs.IntVar(&c.Sweep.MaxSteps, "sweep-max-steps", 40, "sweep: most steps")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *sidecarArgs != "" {
+		c.SidecarArgs = strings.Fields(*sidecarArgs)
+	}
+	if c.ResultsDir == "" {
+		c.ResultsDir = filepath.Join("loadtest", "results", time.Now().UTC().Format("20060102-150405")+"-"+c.Scenario)
+		if c.Sweep.Enabled {
+			c.ResultsDir += "-sweep"
+		}
+	}
+	return c, c.Validate()
+}
+
+func summary(rep *report.Report) string {
+	var b strings.Builder
+	for _, ph := range []*report.Phase{rep.Ceiling, rep.Arc} {
+		if ph == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%-24s %10.0f items/s  acked %d  errors %d  OTLP p99 %.1f ms", ph.Name, ph.Rate, ph.Items(), ph.Errors, ph.Latency.P99)
+		if ph.Export == "arc" {
+			fmt.Fprintf(&b, "  durable-ack p50 %.1f p99 %.1f ms", ph.AckLatency.P50, ph.AckLatency.P99)
+		}
+		b.WriteString("\n")
+		for _, t := range ph.Loss {
+			fmt.Fprintf(&b, "  loss check %-8s expected %d found %d lost %d duplicated %d\n", t.Table, t.Expected, t.Found, t.Lost, t.Duplicated)
+		}
+	}
+	if rep.Ratio > 0 {
+		fmt.Fprintf(&b, "arc / ceiling: %.1f %%\n", 100*rep.Ratio)
+	}
+	if rep.Sweep != nil {
+		fmt.Fprintf(&b, "sweep knee: %.0f items/s; saturated first: %s\n", rep.Sweep.Knee, rep.Sweep.Saturated)
+	}
+	if rep.Passed() {
+		b.WriteString("PASS\n")
+	} else {
+		b.WriteString("FAIL:\n  " + strings.Join(rep.Failures, "\n  ") + "\n")
+	}
+	return b.String()
+}

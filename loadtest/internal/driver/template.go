@@ -1,0 +1,207 @@
+package driver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// IDAttribute is the item attribute that makes every sent span, log record
+// and metric point unique across a run: 16 hex digits, patched into the
+// pre-marshalled request before each send. Unique content matters twice:
+// the loss check counts distinct ids, and the sidecar drops batches whose
+// content it has already stored (a retried copy), so resending identical
+// requests would look like loss.
+const IDAttribute = "loadtest.id"
+
+// Signal is one OTLP signal the driver sends.
+type Signal string
+
+// Signals.
+const (
+	Traces  Signal = "traces"
+	Logs    Signal = "logs"
+	Metrics Signal = "metrics"
+)
+
+// Table is the sidecar table the signal's items land in.
+func (s Signal) Table() string { return string(s) }
+
+// template is one marshalled OTLP export request of n items whose id
+// attribute values sit at known offsets.
+type template struct {
+	signal  Signal
+	items   int
+	body    []byte
+	offsets []int // of each item's 16-digit id value
+	method  string
+}
+
+const idWidth = 16
+
+// newTemplate builds a request of n items in the shapes telemetrygen sends
+// (same names, attributes and kinds), plus the id attribute.
+func newTemplate(signal Signal, n int, now time.Time) (*template, error) {
+	placeholders := make([]string, n)
+	for i := range placeholders {
+		// Random placeholders are what the offsets are found by; a 64-bit
+		// collision with other request bytes is not a practical concern,
+		// and findOffsets checks for it anyway.
+		placeholders[i] = fmt.Sprintf("%016x", rand.Uint64())
+	}
+	var (
+		body   []byte
+		err    error
+		method string
+	)
+	switch signal {
+	case Traces:
+		body, err = ptraceotlp.NewExportRequestFromTraces(traceShape(placeholders, now)).MarshalProto()
+		method = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+	case Logs:
+		body, err = plogotlp.NewExportRequestFromLogs(logShape(placeholders, now)).MarshalProto()
+		method = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+	case Metrics:
+		body, err = pmetricotlp.NewExportRequestFromMetrics(metricShape(placeholders, now)).MarshalProto()
+		method = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+	default:
+		return nil, fmt.Errorf("unknown signal %q", signal)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s request: %w", signal, err)
+	}
+	offsets, err := findOffsets(body, placeholders)
+	if err != nil {
+		return nil, err
+	}
+	return &template{signal: signal, items: n, body: body, offsets: offsets, method: method}, nil
+}
+
+func findOffsets(body []byte, placeholders []string) ([]int, error) {
+	offsets := make([]int, len(placeholders))
+	for i, p := range placeholders {
+		at := bytes.Index(body, []byte(p))
+		if at < 0 || bytes.LastIndex(body, []byte(p)) != at {
+			return nil, fmt.Errorf("id placeholder %d not found exactly once in the request", i)
+		}
+		offsets[i] = at
+	}
+	return offsets, nil
+}
+
+// fill writes the request with ids first, first+1, ... into dst.
+func (t *template) fill(dst []byte, first uint64) []byte {
+	dst = append(dst[:0], t.body...)
+	for i, off := range t.offsets {
+		putHex(dst[off:off+idWidth], first+uint64(i))
+	}
+	return dst
+}
+
+func putHex(dst []byte, v uint64) {
+	const digits = "0123456789abcdef"
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	for i, c := range b {
+		dst[2*i] = digits[c>>4]
+		dst[2*i+1] = digits[c&0xf]
+	}
+}
+
+func resource(r pcommon.Resource) {
+	r.Attributes().PutStr("service.name", "telemetrygen")
+}
+
+// traceShape mirrors telemetrygen's traces: a client span "lets-go" and a
+// server child "okey-dokey-0" per trace, 123µs long.
+func traceShape(ids []string, now time.Time) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	resource(rs.Resource())
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("telemetrygen")
+	spans := ss.Spans()
+	spans.EnsureCapacity(len(ids))
+	var traceID pcommon.TraceID
+	var parent pcommon.SpanID
+	for i, id := range ids {
+		sp := spans.AppendEmpty()
+		var spanID pcommon.SpanID
+		binary.BigEndian.PutUint64(spanID[:], rand.Uint64())
+		sp.SetSpanID(spanID)
+		start := now.Add(time.Duration(i) * time.Microsecond)
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(123 * time.Microsecond)))
+		attrs := sp.Attributes()
+		attrs.PutStr("network.peer.address", "1.2.3.4")
+		if i%2 == 0 {
+			binary.BigEndian.PutUint64(traceID[:8], rand.Uint64())
+			binary.BigEndian.PutUint64(traceID[8:], rand.Uint64())
+			parent = spanID
+			sp.SetName("lets-go")
+			sp.SetKind(ptrace.SpanKindClient)
+			attrs.PutStr("service.peer.name", "telemetrygen-server")
+		} else {
+			sp.SetParentSpanID(parent)
+			sp.SetName("okey-dokey-0")
+			sp.SetKind(ptrace.SpanKindServer)
+			attrs.PutStr("service.peer.name", "telemetrygen-client")
+		}
+		sp.SetTraceID(traceID)
+		attrs.PutStr(IDAttribute, id)
+	}
+	return td
+}
+
+// logShape mirrors telemetrygen's logs: "the message" at Info with app=server.
+func logShape(ids []string, now time.Time) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	resource(rl.Resource())
+	records := rl.ScopeLogs().AppendEmpty().LogRecords()
+	records.EnsureCapacity(len(ids))
+	for i, id := range ids {
+		lr := records.AppendEmpty()
+		ts := pcommon.NewTimestampFromTime(now.Add(time.Duration(i) * time.Microsecond))
+		lr.SetTimestamp(ts)
+		lr.SetObservedTimestamp(ts)
+		lr.SetSeverityNumber(plog.SeverityNumberInfo)
+		lr.SetSeverityText("Info")
+		lr.Body().SetStr("the message")
+		lr.Attributes().PutStr("app", "server")
+		lr.Attributes().PutStr(IDAttribute, id)
+		lr.SetDroppedAttributesCount(1)
+	}
+	return ld
+}
+
+// metricShape mirrors telemetrygen's default metric: an int gauge "gen",
+// one point per item.
+func metricShape(ids []string, now time.Time) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	resource(rm.Resource())
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName("gen")
+	points := m.SetEmptyGauge().DataPoints()
+	points.EnsureCapacity(len(ids))
+	for i, id := range ids {
+		dp := points.AppendEmpty()
+		dp.SetTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(i) * time.Microsecond)))
+		dp.SetIntValue(int64(i))
+		dp.Attributes().PutStr("worker", strconv.Itoa(i%4))
+		dp.Attributes().PutStr(IDAttribute, id)
+	}
+	return md
+}

@@ -1,0 +1,120 @@
+// Package loss checks a run's Parquet against what the sender had
+// acknowledged: every acknowledged item exactly once.
+package loss
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Table is the check of one table.
+type Table struct {
+	Table string `json:"table"`
+	// Expected is what was acknowledged: by the sender when it can tell,
+	// else what the collector accepted.
+	Expected int64 `json:"expected"`
+	Found    int64 `json:"found"`
+	// Distinct is the number of distinct item identities found; -1 when
+	// the data carries none (then only counts are compared).
+	Distinct   int64 `json:"distinct"`
+	Lost       int64 `json:"lost"`
+	Duplicated int64 `json:"duplicated"`
+	// Unexpected are distinct items beyond the expected ones: items the
+	// sender did not count as acknowledged (a request that failed at the
+	// client after the server kept it).
+	Unexpected int64 `json:"unexpected"`
+}
+
+// Compute fills in Lost, Duplicated and Unexpected.
+func Compute(table string, expected, found, distinct int64) Table {
+	t := Table{Table: table, Expected: expected, Found: found, Distinct: distinct}
+	if distinct < 0 {
+		t.Lost = max(0, expected-found)
+		t.Duplicated = max(0, found-expected)
+		return t
+	}
+	t.Duplicated = found - distinct
+	t.Lost = max(0, expected-distinct)
+	t.Unexpected = max(0, distinct-expected)
+	return t
+}
+
+// OK is true when every expected item is there exactly once.
+func (t Table) OK() bool { return t.Lost == 0 && t.Duplicated == 0 && t.Unexpected == 0 }
+
+// Identity is the SQL expression naming an item of a table, or "" when
+// rows cannot be told apart.
+type Identity string
+
+// Engine counts rows with the DuckDB CLI.
+type Engine struct {
+	DuckDB string
+}
+
+// Count returns the rows of dataDir/database/table that satisfy where (all
+// rows when empty) and the distinct values of identity among them (-1
+// without an identity). A table with no file has 0 rows.
+func (e Engine) Count(dataDir, database, table string, identity Identity, where string) (found, distinct int64, err error) {
+	dir := filepath.Join(dataDir, database, table)
+	has, err := hasParquet(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !has {
+		if identity == "" {
+			return 0, -1, nil
+		}
+		return 0, 0, nil
+	}
+	distinctSQL := "-1"
+	if identity != "" {
+		distinctSQL = fmt.Sprintf("count(DISTINCT %s)", identity)
+	}
+	q := fmt.Sprintf("SELECT count(*) AS found, %s AS distinct_ids FROM read_parquet('%s/**/*.parquet', hive_partitioning=true)",
+		distinctSQL, strings.ReplaceAll(dir, "'", "''"))
+	if where != "" {
+		q += " WHERE " + where
+	}
+	cmd := exec.Command(e.DuckDB, "-json", "-c", q)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("duckdb: %w: %s", err, stderr.String())
+	}
+	var rows []struct {
+		Found    int64 `json:"found"`
+		Distinct int64 `json:"distinct_ids"`
+	}
+	if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 1 {
+		return 0, 0, fmt.Errorf("duckdb answered %q: %v", out, err)
+	}
+	return rows[0].Found, rows[0].Distinct, nil
+}
+
+var errFound = errors.New("found")
+
+func hasParquet(dir string) (bool, error) {
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".parquet") {
+			return errFound
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}

@@ -1,0 +1,129 @@
+// Package run carries out a load run: the ceiling and our stack under the
+// same load, live progress, the loss check and the report; or a sweep that
+// raises the rate until something gives.
+package run
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arc-otel/arc-otel/loadtest/internal/driver"
+)
+
+// Scenarios and the signals they send.
+var Scenarios = map[string][]driver.Signal{
+	"traces":  {driver.Traces},
+	"logs":    {driver.Logs},
+	"metrics": {driver.Metrics},
+	"mixed":   {driver.Traces, driver.Logs, driver.Metrics},
+}
+
+// Drivers.
+const (
+	DriverOTLP         = "otlp"
+	DriverTelemetrygen = "telemetrygen"
+)
+
+// Config of a run.
+type Config struct {
+	Scenario string
+	Driver   string
+	Rate     float64
+	Duration time.Duration
+	Workers  int
+	Batch    int
+	// Ceiling runs the nop-exporter collector under the same load first.
+	Ceiling bool
+	// Target, when set, is the OTLP gRPC address of a running collector:
+	// no stack is started. CollectorMetrics, SidecarMetrics and DataDir
+	// then say where to watch and count.
+	Target           string
+	CollectorMetrics string
+	SidecarMetrics   string
+	DataDir          string
+	Database         string
+
+	BinDir       string
+	Telemetrygen string
+	DuckDB       string
+	ResultsDir   string
+	Interval     time.Duration
+	QueueSize    int
+	SidecarArgs  []string
+	DrainTimeout time.Duration
+
+	Sweep SweepConfig
+}
+
+// SweepConfig raises the target step by step.
+type SweepConfig struct {
+	Enabled bool
+	Start   float64
+	Step    float64
+	Hold    time.Duration
+	MaxP99  time.Duration
+	// MaxSteps bounds the sweep whatever happens.
+	MaxSteps int
+}
+
+// Signals of the scenario.
+func (c Config) Signals() []driver.Signal { return Scenarios[c.Scenario] }
+
+// Validate joins everything wrong with the config.
+func (c Config) Validate() error {
+	var errs []error
+	if _, ok := Scenarios[c.Scenario]; !ok {
+		errs = append(errs, fmt.Errorf("scenario %q: want one of traces, logs, metrics, mixed", c.Scenario))
+	}
+	if c.Driver != DriverOTLP && c.Driver != DriverTelemetrygen {
+		errs = append(errs, fmt.Errorf("driver %q: want %s or %s", c.Driver, DriverOTLP, DriverTelemetrygen))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("rate %v: must be 0 (unlimited) or positive", c.Rate))
+	}
+	if c.Duration <= 0 && !c.Sweep.Enabled {
+		errs = append(errs, fmt.Errorf("duration %v: must be positive", c.Duration))
+	}
+	if c.Workers < len(c.Signals()) {
+		errs = append(errs, fmt.Errorf("workers %d: need at least one per signal", c.Workers))
+	}
+	if c.Batch <= 0 {
+		errs = append(errs, fmt.Errorf("batch %d: must be positive", c.Batch))
+	}
+	if c.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("interval %v: must be positive", c.Interval))
+	}
+	if c.Target != "" && c.CollectorMetrics == "" {
+		errs = append(errs, errors.New("a running target needs -collector-metrics (its Prometheus endpoint)"))
+	}
+	if c.Target != "" && c.Ceiling {
+		errs = append(errs, errors.New("the ceiling needs a stack of its own: use -ceiling=false with -target"))
+	}
+	if s := c.Sweep; s.Enabled {
+		if s.Start <= 0 || s.Step <= 0 {
+			errs = append(errs, fmt.Errorf("sweep start %v and step %v: must be positive", s.Start, s.Step))
+		}
+		if s.Hold < 2*c.Interval {
+			errs = append(errs, fmt.Errorf("sweep hold %v: at least two intervals (%v) so a step has a steady part", s.Hold, 2*c.Interval))
+		}
+		if s.MaxP99 <= 0 {
+			errs = append(errs, fmt.Errorf("sweep max p99 %v: must be positive", s.MaxP99))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParseScenarios reads a comma-separated list of scenario names.
+func ParseScenarios(s string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := Scenarios[name]; !ok {
+			return nil, fmt.Errorf("scenario %q: want one of traces, logs, metrics, mixed", name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}

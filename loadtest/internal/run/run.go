@@ -1,0 +1,397 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/arc-otel/arc-otel/loadtest/internal/driver"
+	"github.com/arc-otel/arc-otel/loadtest/internal/loss"
+	"github.com/arc-otel/arc-otel/loadtest/internal/report"
+	"github.com/arc-otel/arc-otel/loadtest/internal/scrape"
+	"github.com/arc-otel/arc-otel/loadtest/internal/stack"
+)
+
+// Process names in reports.
+const (
+	procCollector = "otelcol-arc"
+	procSidecar   = "arcstore"
+	procHarness   = "arcload (driver)"
+	procTelgen    = "telemetrygen"
+)
+
+// Runner carries out runs; Progress receives the live progress lines.
+type Runner struct {
+	Config
+	Progress  func(string)
+	lastSweep *report.Sweep
+}
+
+// Run does the whole run and writes the report under Config.Out. The
+// report is returned even when the run failed its checks.
+func (r *Runner) Run(ctx context.Context) (*report.Report, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &report.Report{Started: time.Now(), Plan: r.plan(), Machine: machine(), Failures: []string{}}
+	if r.Ceiling {
+		ph, err := r.phase(ctx, stack.ExportNop)
+		if err != nil {
+			return nil, fmt.Errorf("ceiling: %w", err)
+		}
+		rep.Ceiling = ph
+	}
+	ph, err := r.phase(ctx, stack.ExportArc)
+	if err != nil {
+		return nil, fmt.Errorf("arc: %w", err)
+	}
+	rep.Arc = ph
+	if rep.Ceiling != nil && rep.Ceiling.Rate > 0 {
+		rep.Ratio = rep.Arc.Rate / rep.Ceiling.Rate
+	}
+	if r.Sweep.Enabled {
+		rep.Sweep = r.lastSweep
+	}
+	rep.Failures = failures(rep)
+	if err := rep.Write(r.ResultsDir); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func (r *Runner) plan() report.Plan {
+	return report.Plan{Scenario: r.Scenario, Driver: r.Driver, Rate: r.Rate, Duration: r.Duration.String(),
+		Workers: r.Workers, Batch: r.Batch, Sweep: r.Sweep.Enabled}
+}
+
+func machine() report.Machine {
+	m := report.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// failures lists what makes the run fail: loss, duplicates, errors.
+func failures(rep *report.Report) []string {
+	out := []string{}
+	for _, ph := range []*report.Phase{rep.Ceiling, rep.Arc} {
+		if ph == nil {
+			continue
+		}
+		for _, t := range ph.Loss {
+			if !t.OK() {
+				out = append(out, fmt.Sprintf("%s: table %s lost %d, duplicated %d, unexpected %d of %d acknowledged",
+					ph.Name, t.Table, t.Lost, t.Duplicated, t.Unexpected, t.Expected))
+			}
+		}
+		if ph.Rejected > 0 {
+			out = append(out, fmt.Sprintf("%s: %d items rejected by the collector", ph.Name, ph.Rejected))
+		}
+		if ph.Errors > 0 && rep.Sweep == nil {
+			out = append(out, fmt.Sprintf("%s: %d failed requests (retried)", ph.Name, ph.Errors))
+		}
+	}
+	return out
+}
+
+// start brings up the stack of a phase, or describes the running target.
+func (r *Runner) start(export, workDir string) (*target, error) {
+	name := "arc"
+	if export == stack.ExportNop {
+		name = "ceiling (nop exporter)"
+	}
+	if r.Target != "" {
+		return &target{name: name, export: export, otlp: r.Target, collectorMetrics: r.CollectorMetrics,
+			sidecarMetrics: r.SidecarMetrics, dataDir: r.DataDir, procs: map[string]*stack.Proc{}}, nil
+	}
+	st, err := stack.Start(stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: export, QueueSize: r.QueueSize, SidecarArgs: r.SidecarArgs})
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: name, export: export, otlp: st.OTLP, collectorMetrics: st.CollectorMetrics,
+		sidecarMetrics: st.SidecarMetrics, dataDir: st.DataDir, stack: st,
+		procs: map[string]*stack.Proc{procCollector: st.Collector}}
+	if st.Sidecar != nil {
+		t.procs[procSidecar] = st.Sidecar
+	}
+	return t, nil
+}
+
+// load is one driver run at one rate for one duration.
+type load struct {
+	otlp *driver.OTLP
+	tg   *driver.Telemetrygen
+	rec  *driver.Recorder
+}
+
+func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
+	p := driver.Plan{Signals: r.Signals(), Rate: r.Rate, Duration: r.Duration, Workers: r.Workers, Batch: r.Batch, Endpoint: tgt.otlp}
+	if r.Driver == DriverOTLP {
+		rec := driver.NewRecorder()
+		return &load{otlp: driver.NewOTLP(p, rec), rec: rec}, nil
+	}
+	f, err := os.OpenFile(filepath.Join(workDir, "telemetrygen.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open telemetrygen log: %w", err)
+	}
+	return &load{tg: &driver.Telemetrygen{Plan: p, Bin: r.Telemetrygen, Log: f}}, nil
+}
+
+func (l *load) run(ctx context.Context, rate float64, d time.Duration) error {
+	if l.otlp != nil {
+		l.otlp.Plan.Rate, l.otlp.Plan.Duration = rate, d
+		return l.otlp.Run(ctx)
+	}
+	l.tg.Plan.Rate, l.tg.Plan.Duration = rate, d
+	return l.tg.Run(ctx)
+}
+
+// phase runs the load (or the sweep) against one stack and checks it.
+func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error) {
+	workDir := filepath.Join(r.ResultsDir, export)
+	tgt, err := r.start(export, workDir)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped && tgt.stack != nil {
+			tgt.stack.Stop()
+		}
+	}()
+	l, err := r.newLoad(tgt, workDir)
+	if err != nil {
+		return nil, err
+	}
+	self := ""
+	if l.otlp != nil {
+		self = procHarness
+	}
+	w, err := newWatcher(tgt, r.Signals(), l.rec, self, r.Progress)
+	if err != nil {
+		return nil, err
+	}
+	ph := &report.Phase{Name: tgt.name, Export: export, Target: r.Rate, Procs: map[string]stack.Usage{}}
+	sendStart := time.Now()
+	if r.Sweep.Enabled && export == stack.ExportArc {
+		err = r.sweep(ctx, l, w, ph)
+	} else {
+		err = r.steady(ctx, l, w, ph, r.Rate, r.Duration)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ph.SendS = time.Since(sendStart).Seconds()
+	if export == stack.ExportArc {
+		drainStart := time.Now()
+		if err := r.drain(w, ph); err != nil {
+			return nil, err
+		}
+		ph.DrainS = time.Since(drainStart).Seconds()
+	}
+	last, err := w.read()
+	if err != nil {
+		return nil, err
+	}
+	ph.AckLatency = ackPercentiles(last.sidecar, w.first.sidecar)
+	r.counts(l, w, last, ph)
+	if tgt.stack != nil {
+		flushStart := time.Now()
+		stopErr := tgt.stack.Stop()
+		stopped = true
+		ph.FlushS = time.Since(flushStart).Seconds()
+		if stopErr != nil {
+			return nil, stopErr
+		}
+		for name, p := range tgt.procs {
+			if u, err := p.Usage(); err == nil {
+				ph.Procs[name] = u
+			}
+		}
+	}
+	if l.otlp != nil {
+		u, _ := stack.SelfUsage()
+		ph.Procs[procHarness] = u
+	} else {
+		ph.Procs[procTelgen] = l.tg.Usage
+	}
+	if export == stack.ExportArc {
+		if err := r.checkLoss(tgt, l, ph); err != nil {
+			return nil, err
+		}
+		ph.Rate = float64(found(ph)) / (ph.SendS + ph.DrainS)
+	} else {
+		ph.Rate = float64(ph.Items()) / ph.SendS
+	}
+	if ph.Target > 0 {
+		ph.Achievement = float64(ph.Items()) / ph.SendS / ph.Target
+	}
+	return ph, nil
+}
+
+func found(ph *report.Phase) int64 {
+	var n int64
+	for _, t := range ph.Loss {
+		n += t.Found
+	}
+	return n
+}
+
+// steady runs the load once at one rate, sampling every interval.
+func (r *Runner) steady(ctx context.Context, l *load, w *watcher, ph *report.Phase, rate float64, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- l.run(ctx, rate, d) }()
+	tick := time.NewTicker(r.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			s, serr := w.sample(rate)
+			if serr == nil {
+				ph.Samples = append(ph.Samples, s)
+			}
+			return errors.Join(err, serr)
+		case <-tick.C:
+			s, err := w.sample(rate)
+			if err != nil {
+				return err
+			}
+			ph.Samples = append(ph.Samples, s)
+		}
+	}
+}
+
+// drain waits until the arc exporter has had every accepted item
+// acknowledged by the sidecar, sampling as it goes.
+func (r *Runner) drain(w *watcher, ph *report.Phase) error {
+	deadline := time.Now().Add(r.DrainTimeout)
+	for {
+		snap, err := scrape.Fetch(w.tgt.collectorMetrics)
+		if err != nil {
+			return err
+		}
+		pending := 0.0
+		for _, s := range r.Signals() {
+			pending += accepted(snap, s) - accepted(w.first.collector, s) - (sentByArc(snap, s) - sentByArc(w.first.collector, s))
+		}
+		if pending <= 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the collector still had %.0f items not acknowledged by the sidecar %s after the load", pending, r.DrainTimeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if time.Since(w.prev.at) >= r.Interval {
+			s, err := w.sample(0)
+			if err != nil {
+				return err
+			}
+			ph.Samples = append(ph.Samples, s)
+		}
+	}
+}
+
+// counts fills in what was acknowledged and accepted.
+func (r *Runner) counts(l *load, w *watcher, last point, ph *report.Phase) {
+	ph.Acked, ph.Accepted = map[string]int64{}, map[string]int64{}
+	for _, s := range r.Signals() {
+		ph.Accepted[s.Table()] = int64(accepted(last.collector, s) - accepted(w.first.collector, s))
+	}
+	if l.rec != nil {
+		tot := l.rec.Total()
+		for s, n := range tot.Acked {
+			ph.Acked[s.Table()] = n
+		}
+		ph.Errors, ph.Rejected = tot.Errors, tot.Rejected
+		ph.Latency = report.Exact(tot.Latencies)
+		return
+	}
+	// telemetrygen cannot say what it sent; what the collector accepted
+	// is what was acknowledged.
+	for k, v := range ph.Accepted {
+		ph.Acked[k] = v
+	}
+	for _, s := range r.Signals() {
+		ph.Errors += int64(refused(last.collector, s) - refused(w.first.collector, s))
+	}
+	ph.Latency = report.Exact(nil) // telemetrygen does not report its own
+}
+
+// identity names an item of table for the loss check.
+func (r *Runner) identity(l *load, s driver.Signal) (loss.Identity, string) {
+	if l.otlp != nil {
+		lo, hi := l.otlp.IDRange()
+		col := fmt.Sprintf("attributes['%s']", driver.IDAttribute)
+		return loss.Identity(col), fmt.Sprintf("%s BETWEEN '%s' AND '%s'", col, lo, hi)
+	}
+	if s == driver.Traces {
+		return "trace_id || span_id", ""
+	}
+	return "", ""
+}
+
+func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
+	if tgt.dataDir == "" {
+		r.Progress("no data directory to count rows in (-data-dir): loss check skipped")
+		return nil
+	}
+	if tgt.stack == nil {
+		if l.otlp == nil {
+			r.Progress("telemetrygen against a running sidecar: its rows cannot be told from earlier ones; loss check skipped")
+			return nil
+		}
+		if err := waitFlushed(tgt.sidecarMetrics, r.DrainTimeout); err != nil {
+			return err
+		}
+	}
+	db := r.Database
+	if db == "" {
+		db = "default"
+	}
+	engine := loss.Engine{DuckDB: r.DuckDB}
+	for _, s := range r.Signals() {
+		id, where := r.identity(l, s)
+		found, distinct, err := engine.Count(tgt.dataDir, db, s.Table(), id, where)
+		if err != nil {
+			return fmt.Errorf("count %s: %w", s.Table(), err)
+		}
+		ph.Loss = append(ph.Loss, loss.Compute(s.Table(), ph.Acked[s.Table()], found, distinct))
+	}
+	return nil
+}
+
+// waitFlushed waits until a running sidecar has written everything it
+// acknowledged to Parquet.
+func waitFlushed(metrics string, timeout time.Duration) error {
+	if metrics == "" {
+		return errors.New("counting rows in a running sidecar's data needs -sidecar-metrics, to know when it has flushed")
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		snap, err := scrape.Fetch(metrics)
+		if err != nil {
+			return err
+		}
+		if snap.Sum("arcstore_buffer_bytes", nil) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sidecar did not flush within %s", timeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -1,0 +1,170 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Binary names under Options.BinDir.
+const (
+	SidecarBin   = "arcstore"
+	CollectorBin = "otelcol-arc"
+)
+
+// Exporters a stack's collector sends to.
+const (
+	ExportArc = "arc" // through the sidecar to Parquet
+	ExportNop = "nop" // the ceiling: the same collector, data dropped
+)
+
+// Options of a stack.
+type Options struct {
+	BinDir  string
+	WorkDir string // logs, configs and (for arc) the data directory
+	Export  string
+	// QueueSize is the arc exporter's sending queue in items; full, it
+	// blocks the receiver instead of refusing, so backpressure reaches the
+	// sender as latency.
+	QueueSize   int
+	SidecarArgs []string
+}
+
+// Stack is a running collector and, exporting to arc, its sidecar.
+type Stack struct {
+	Collector *Proc
+	Sidecar   *Proc // nil for the ceiling
+	// OTLP is the collector's OTLP gRPC address.
+	OTLP string
+	// CollectorMetrics and SidecarMetrics are Prometheus endpoints.
+	CollectorMetrics string
+	SidecarMetrics   string
+	DataDir          string
+}
+
+// Start launches the stack and waits until it is ready.
+func Start(o Options) (*Stack, error) {
+	if o.Export != ExportArc && o.Export != ExportNop {
+		return nil, fmt.Errorf("export %q: want %s or %s", o.Export, ExportArc, ExportNop)
+	}
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create work dir: %w", err)
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{OTLP: addr(ports[0])}
+	var sidecarGRPC string
+	if o.Export == ExportArc {
+		s.DataDir = filepath.Join(o.WorkDir, "data")
+		sidecarGRPC = addr(ports[1])
+		sidecarHTTP := addr(ports[2])
+		args := append([]string{"-data-dir", s.DataDir, "-grpc-addr", sidecarGRPC, "-http-addr", sidecarHTTP}, o.SidecarArgs...)
+		if s.Sidecar, err = StartProc(o.WorkDir, SidecarBin, filepath.Join(o.BinDir, SidecarBin), args...); err != nil {
+			return nil, err
+		}
+		s.SidecarMetrics = "http://" + sidecarHTTP + "/metrics"
+		if err := s.Sidecar.WaitHTTP("http://"+sidecarHTTP+"/ready", 30*time.Second); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
+	cfg := collectorConfig(o, s.OTLP, addr(ports[3]), sidecarGRPC, addr(ports[4]), ports[5])
+	cfgPath := filepath.Join(o.WorkDir, "otelcol-"+o.Export+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("write collector config: %w", err)
+	}
+	if s.Collector, err = StartProc(o.WorkDir, CollectorBin+"-"+o.Export, filepath.Join(o.BinDir, CollectorBin), "--config", cfgPath); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.CollectorMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[5])
+	if err := s.Collector.WaitHTTP("http://"+addr(ports[4])+"/", 60*time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop ends the collector first, so nothing is sent to a stopped sidecar,
+// then the sidecar, which flushes every buffered row to Parquet on SIGTERM.
+func (s *Stack) Stop() error {
+	var errs []error
+	if s.Collector != nil {
+		errs = append(errs, s.Collector.Stop(30*time.Second))
+	}
+	if s.Sidecar != nil {
+		errs = append(errs, s.Sidecar.Stop(2*time.Minute))
+	}
+	return errors.Join(errs...)
+}
+
+// Procs are the stack's processes, collector first.
+func (s *Stack) Procs() []*Proc {
+	if s.Sidecar == nil {
+		return []*Proc{s.Collector}
+	}
+	return []*Proc{s.Collector, s.Sidecar}
+}
+
+func collectorConfig(o Options, otlpGRPC, otlpHTTP, sidecar, health string, metricsPort int) string {
+	exporter := "nop: {}"
+	if o.Export == ExportArc {
+		queue := o.QueueSize
+		if queue <= 0 {
+			queue = 100_000
+		}
+		exporter = fmt.Sprintf(`arc:
+    endpoint: %q
+    tls: {insecure: true}
+    sending_queue: {enabled: true, queue_size: %d, block_on_overflow: true}
+    retry_on_failure: {enabled: true, initial_interval: 50ms, max_interval: 1s, max_elapsed_time: 0s}`, sidecar, queue)
+	}
+	return fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: %q, max_recv_msg_size_mib: 64}
+      http: {endpoint: %q}
+processors:
+  memory_limiter: {check_interval: 1s, limit_mib: 2048, spike_limit_mib: 512}
+exporters:
+  %s
+extensions:
+  health_check: {endpoint: %q}
+service:
+  extensions: [health_check]
+  telemetry:
+    logs: {level: warn}
+    metrics:
+      level: detailed
+      readers:
+        - pull:
+            exporter:
+              prometheus: {host: "127.0.0.1", port: %d, without_units: true, without_type_suffix: true}
+  pipelines:
+    traces: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
+    logs: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
+    metrics: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
+`, otlpGRPC, otlpHTTP, exporter, health, metricsPort, o.Export)
+}
+
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
