@@ -18,14 +18,18 @@ DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
 
-.PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean
+.PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean \
+	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep
 
 all: build
 
-build: bin/arcstore bin/otelcol-arc
+build: bin/arcstore bin/otelcol-arc bin/arcload
 
 bin/arcstore: $(GO_SOURCES)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/arcstore
+
+bin/arcload: $(GO_SOURCES)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./loadtest/cmd/arcload
 
 otelcol: bin/otelcol-arc
 
@@ -93,6 +97,21 @@ FUZZTIME ?= 10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAndCheckBatch -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWALRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
+
+# Load runs (loadtest/README.md): the scenario against the nop-exporter
+# ceiling and then against arcstore, on a fresh stack, with the loss check;
+# reports land in loadtest/results/. LOADTEST_FLAGS adds arcload flags,
+# e.g. LOADTEST_FLAGS='-rate 200000 -driver telemetrygen'.
+LOADTEST_DURATION ?= 60s
+LOADTEST_FLAGS ?=
+loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed: loadtest-%: tools build
+	bin/arcload -scenario $* -duration $(LOADTEST_DURATION) $(LOADTEST_FLAGS)
+
+# The ceiling at full speed for 30 s, then our stack with the rate raised
+# step by step until achievement < 95 %, durable-ack p99 > 50 ms or errors.
+SWEEP_SCENARIO ?= traces
+loadtest-sweep: tools build
+	bin/arcload -scenario $(SWEEP_SCENARIO) -sweep -duration 30s $(LOADTEST_FLAGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/otlparrow/ ./internal/parquetfile/

@@ -56,6 +56,11 @@ func (r *Runner) Run(ctx context.Context) (*report.Report, error) {
 	}
 	if r.Sweep.Enabled {
 		rep.Sweep = r.lastSweep
+		// A sweep's own rate mixes every step; its result is the knee.
+		rep.Ratio = 0
+		if rep.Ceiling != nil && rep.Ceiling.Rate > 0 {
+			rep.Ratio = rep.Sweep.Knee / rep.Ceiling.Rate
+		}
 	}
 	rep.Failures = failures(rep)
 	if err := rep.Write(r.ResultsDir); err != nil {

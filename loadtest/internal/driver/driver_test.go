@@ -1,0 +1,196 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestTemplateFillPatchesEveryItemID(t *testing.T) {
+	for _, sig := range []Signal{Traces, Logs, Metrics} {
+		t.Run(string(sig), func(t *testing.T) {
+			tpl, err := newTemplate(sig, 50, time.Now())
+			require.NoError(t, err)
+			var buf []byte
+			for _, first := range []uint64{0, 1 << 40} {
+				buf = tpl.fill(buf, first)
+				ids := idsOf(t, sig, buf)
+				require.Len(t, ids, 50)
+				for i, id := range ids {
+					assert.Equal(t, fmt.Sprintf("%016x", first+uint64(i)), id)
+				}
+			}
+		})
+	}
+}
+
+// idsOf unmarshals a request and returns its items' id attributes in order.
+func idsOf(t *testing.T, sig Signal, body []byte) []string {
+	t.Helper()
+	var ids []string
+	switch sig {
+	case Traces:
+		req := ptraceotlp.NewExportRequest()
+		require.NoError(t, req.UnmarshalProto(body))
+		spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i := range spans.Len() {
+			v, _ := spans.At(i).Attributes().Get(IDAttribute)
+			ids = append(ids, v.Str())
+		}
+	case Logs:
+		req := plogotlp.NewExportRequest()
+		require.NoError(t, req.UnmarshalProto(body))
+		recs := req.Logs().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		for i := range recs.Len() {
+			v, _ := recs.At(i).Attributes().Get(IDAttribute)
+			ids = append(ids, v.Str())
+		}
+	case Metrics:
+		req := pmetricotlp.NewExportRequest()
+		require.NoError(t, req.UnmarshalProto(body))
+		pts := req.Metrics().ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints()
+		for i := range pts.Len() {
+			v, _ := pts.At(i).Attributes().Get(IDAttribute)
+			ids = append(ids, v.Str())
+		}
+	}
+	return ids
+}
+
+func TestPlanValidate(t *testing.T) {
+	good := Plan{Signals: []Signal{Traces, Logs}, Rate: 1000, Duration: time.Second, Workers: 2, Batch: 100, Endpoint: "127.0.0.1:4317"}
+	require.NoError(t, good.Validate())
+	tests := []struct {
+		name   string
+		change func(*Plan)
+		msg    string
+	}{
+		{"no signal", func(p *Plan) { p.Signals = nil }, "no signal"},
+		{"negative rate", func(p *Plan) { p.Rate = -1 }, "rate -1"},
+		{"no duration", func(p *Plan) { p.Duration = 0 }, "duration 0s"},
+		{"fewer workers than signals", func(p *Plan) { p.Workers = 1 }, "workers 1"},
+		{"no batch", func(p *Plan) { p.Batch = 0 }, "batch 0"},
+		{"no endpoint", func(p *Plan) { p.Endpoint = "" }, "no endpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := good
+			tt.change(&p)
+			assert.ErrorContains(t, p.Validate(), tt.msg)
+		})
+	}
+}
+
+func TestTelemetrygenArgs(t *testing.T) {
+	d := &Telemetrygen{Plan: Plan{Signals: []Signal{Traces, Logs}, Rate: 40_000, Duration: 30 * time.Second, Workers: 4, Batch: 1000, Endpoint: "127.0.0.1:4317"}}
+	assert.Equal(t, []string{"traces", "--otlp-endpoint", "127.0.0.1:4317", "--otlp-insecure", "--duration", "30s",
+		"--workers", "2", "--rate", "5000", "--batch-size", "1000", "--interval", "1h0m0s"}, d.Args(Traces),
+		"20 000 spans/s for traces over 2 workers is 5000 two-span traces per worker")
+	assert.Contains(t, d.Args(Logs), "10000")
+	d.Plan.Rate = 0
+	assert.Contains(t, d.Args(Logs), "0", "0 is unthrottled in telemetrygen too")
+}
+
+func TestPacerSpacesSlots(t *testing.T) {
+	start := time.Now()
+	p := newPacer(1000, 100, start) // 10 requests per second
+	ctx := context.Background()
+	for range 4 {
+		require.True(t, p.wait(ctx))
+	}
+	// Four slots at 0, 100, 200, 300 ms: the fourth cannot come earlier.
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.False(t, p.wait(cancelled))
+	assert.True(t, newPacer(0, 100, start).wait(ctx), "rate 0 never waits")
+}
+
+// traceServer is an OTLP trace receiver that counts ids and fails the
+// first requests it is told to.
+type traceServer struct {
+	ptraceotlp.UnimplementedGRPCServer
+	mu       sync.Mutex
+	ids      map[string]int
+	failNext int
+	code     codes.Code
+}
+
+func (s *traceServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failNext > 0 {
+		s.failNext--
+		return ptraceotlp.NewExportResponse(), status.Error(s.code, "try again")
+	}
+	spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := range spans.Len() {
+		v, _ := spans.At(i).Attributes().Get(IDAttribute)
+		s.ids[v.Str()]++
+	}
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+func serve(t *testing.T, srv ptraceotlp.GRPCServer) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer()
+	ptraceotlp.RegisterGRPCServer(g, srv)
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+	return l.Addr().String()
+}
+
+func TestOTLPDriverSendsUniqueItemsAndRetries(t *testing.T) {
+	tests := []struct {
+		name     string
+		code     codes.Code
+		failures int
+		rejected bool
+	}{
+		{name: "all accepted"},
+		{name: "unavailable is retried", code: codes.Unavailable, failures: 3},
+		{name: "invalid argument is given up", code: codes.InvalidArgument, failures: 1, rejected: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := &traceServer{ids: map[string]int{}, failNext: tt.failures, code: tt.code}
+			rec := NewRecorder()
+			d := NewOTLP(Plan{Signals: []Signal{Traces}, Rate: 20_000, Duration: 300 * time.Millisecond, Workers: 2, Batch: 100, Endpoint: serve(t, srv)}, rec)
+			require.NoError(t, d.Run(context.Background()))
+
+			total := rec.Total()
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			require.NotZero(t, total.Acked[Traces])
+			assert.Equal(t, int64(len(srv.ids)), total.Acked[Traces], "every acknowledged span reached the server")
+			for id, n := range srv.ids {
+				require.Equal(t, 1, n, "id %s sent once", id)
+			}
+			assert.Equal(t, int64(tt.failures), total.Errors)
+			if tt.rejected {
+				assert.Equal(t, int64(100), total.Rejected)
+			} else {
+				assert.Zero(t, total.Rejected)
+			}
+			lo, hi := d.IDRange()
+			for id := range srv.ids {
+				assert.True(t, id >= lo && id <= hi, "id %s within [%s, %s]", id, lo, hi)
+			}
+			assert.Len(t, total.Latencies, int(total.Acked[Traces]/100))
+		})
+	}
+}

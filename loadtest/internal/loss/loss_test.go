@@ -1,0 +1,88 @@
+package loss
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCompute(t *testing.T) {
+	tests := []struct {
+		name                         string
+		expected, found, distinct    int64
+		lost, duplicated, unexpected int64
+		ok                           bool
+	}{
+		{name: "exact", expected: 1000, found: 1000, distinct: 1000, ok: true},
+		{name: "lost rows", expected: 1000, found: 990, distinct: 990, lost: 10},
+		{name: "duplicated rows", expected: 1000, found: 1010, distinct: 1000, duplicated: 10},
+		{name: "loss hidden by duplicates is still seen", expected: 1000, found: 1000, distinct: 990, lost: 10, duplicated: 10},
+		{name: "rows nobody acknowledged", expected: 1000, found: 1005, distinct: 1005, unexpected: 5},
+		{name: "no identity, counts match", expected: 500, found: 500, distinct: -1, ok: true},
+		{name: "no identity, fewer rows", expected: 500, found: 480, distinct: -1, lost: 20},
+		{name: "no identity, more rows", expected: 500, found: 510, distinct: -1, duplicated: 10},
+		{name: "nothing sent, nothing found", expected: 0, found: 0, distinct: 0, ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute("traces", tt.expected, tt.found, tt.distinct)
+			assert.Equal(t, tt.lost, got.Lost, "lost")
+			assert.Equal(t, tt.duplicated, got.Duplicated, "duplicated")
+			assert.Equal(t, tt.unexpected, got.Unexpected, "unexpected")
+			assert.Equal(t, tt.ok, got.OK())
+		})
+	}
+}
+
+// TestCountWithDuckDB counts rows of a Parquet file written by DuckDB
+// itself, with and without an identity and a filter.
+func TestCountWithDuckDB(t *testing.T) {
+	bin := duckdbBin(t)
+	dir := t.TempDir()
+	tableDir := filepath.Join(dir, "default", "logs", "date=2026-11-22", "hour=9")
+	require.NoError(t, os.MkdirAll(tableDir, 0o755))
+	// 10 rows, ids 0..4 twice.
+	q := "COPY (SELECT map {'loadtest.id': printf('%016x', i % 5)} AS attributes FROM range(10) t(i)) TO '" +
+		filepath.Join(tableDir, "a.parquet") + "' (FORMAT parquet)"
+	out, err := exec.Command(bin, "-c", q).CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	e := Engine{DuckDB: bin}
+	found, distinct, err := e.Count(dir, "default", "logs", "attributes['loadtest.id']", "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), found)
+	assert.Equal(t, int64(5), distinct)
+
+	found, distinct, err = e.Count(dir, "default", "logs", "attributes['loadtest.id']", "attributes['loadtest.id'] BETWEEN '0000000000000001' AND '0000000000000002'")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), found)
+	assert.Equal(t, int64(2), distinct)
+
+	found, distinct, err = e.Count(dir, "default", "logs", "", "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), found)
+	assert.Equal(t, int64(-1), distinct)
+
+	found, distinct, err = e.Count(dir, "default", "traces", "attributes['loadtest.id']", "")
+	require.NoError(t, err, "a table without files has no rows")
+	assert.Zero(t, found)
+	assert.Zero(t, distinct)
+}
+
+func duckdbBin(t *testing.T) string {
+	if p := os.Getenv("DUCKDB_BIN"); p != "" {
+		return p
+	}
+	if p, err := filepath.Abs("../../../.tools/duckdb"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p, err := exec.LookPath("duckdb")
+	require.NoError(t, err, "duckdb not found: run `make tools`")
+	return p
+}

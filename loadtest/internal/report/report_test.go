@@ -1,0 +1,114 @@
+package report
+
+import (
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/loadtest/internal/loss"
+	"github.com/arc-otel/arc-otel/loadtest/internal/stack"
+)
+
+func sampleReport() *Report {
+	nan := Float(math.NaN())
+	samples := func(rate float64) []Sample {
+		var out []Sample
+		for i := 1; i <= 3; i++ {
+			out = append(out, Sample{At: float64(5 * i), Target: 100_000, Rate: rate, Durable: rate * 0.9, Total: int64(i) * 500_000,
+				Latency: Percentiles{1, 2, 3, 4}, AckLatency: Percentiles{0.5, 1, 1.5, nan},
+				CPU: map[string]float64{"otelcol-arc": 0.8}, RSS: map[string]int64{"otelcol-arc": 100 << 20}})
+		}
+		return out
+	}
+	return &Report{
+		Started: time.Date(2026, 11, 22, 17, 0, 0, 0, time.UTC),
+		Plan:    Plan{Scenario: "traces", Driver: "otlp", Rate: 100_000, Duration: "15s", Workers: 4, Batch: 1000},
+		Machine: Machine{CPUs: 2, GoVersion: "go1.26"},
+		Ceiling: &Phase{Name: "ceiling (nop exporter)", Export: "nop", Target: 100_000, Rate: 100_000, Acked: map[string]int64{"traces": 1_500_000},
+			Samples: samples(100_000), Procs: map[string]stack.Usage{"otelcol-arc": {CPUSeconds: 10, PeakRSSBytes: 200 << 20}}},
+		Arc: &Phase{Name: "arc", Export: "arc", Target: 100_000, Rate: 80_000, Acked: map[string]int64{"traces": 1_200_000},
+			Latency: Percentiles{1, 2, 3, 4}, AckLatency: Percentiles{0.5, 1, 1.5, nan}, Samples: samples(80_000),
+			Loss: []loss.Table{loss.Compute("traces", 1_200_000, 1_200_000, 1_200_000)},
+			Procs: map[string]stack.Usage{"arcstore": {CPUSeconds: 12.5, PeakRSSBytes: 300 << 20}}},
+		Ratio:    0.8,
+		Failures: []string{},
+	}
+}
+
+func TestMarkdownStatesRatioLossAndProcesses(t *testing.T) {
+	md := sampleReport().Markdown()
+	for _, want := range []string{
+		"# Load run: traces (otlp driver), 2026-11-22 17:00 UTC",
+		"**Result: pass**",
+		"| rate (items/s) | 100,000 | 80,000 |",
+		"| of the ceiling | 100 % | **80 %** |",
+		"| traces | 1,200,000 | 1,200,000 | 1,200,000 | 0 | 0 | 0 | yes |",
+		"| arcstore: CPU s / peak RSS | - | 12.5 s / 300 MiB |",
+		"durable-ack latency p50 / p95 / p99 / p999 (ms) | n/a | 0.50 / 1.00 / 1.50 / - |",
+		"## Progress every interval (arc)",
+	} {
+		assert.Contains(t, md, want)
+	}
+}
+
+func TestMarkdownShowsFailuresAndLoss(t *testing.T) {
+	r := sampleReport()
+	r.Arc.Loss = []loss.Table{loss.Compute("traces", 1000, 990, 990)}
+	r.Failures = []string{"arc: table traces lost 10"}
+	md := r.Markdown()
+	assert.Contains(t, md, "**Result: FAIL**")
+	assert.Contains(t, md, "- arc: table traces lost 10")
+	assert.Contains(t, md, "| traces | 1,000 | 990 | 990 | 10 | 0 | 0 | **NO** |")
+}
+
+func TestWriteProducesJSONMarkdownAndPNG(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleReport()
+	r.Sweep = &Sweep{Steps: []Step{{Target: 50_000, Rate: 50_000, Achievement: 1, Passed: true, FsyncP99: 2},
+		{Target: 100_000, Rate: 80_000, Achievement: 0.8, Why: "achieved 80.0 % of the target", FsyncP99: Float(math.NaN())}},
+		Knee: 50_000, Saturated: "CPU"}
+	require.NoError(t, r.Write(dir))
+
+	js, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	require.NoError(t, err)
+	var back Report
+	require.NoError(t, json.Unmarshal(js, &back), "NaN percentiles are written as null")
+	assert.Equal(t, r.Arc.Rate, back.Arc.Rate)
+	assert.Equal(t, r.Arc.Loss, back.Arc.Loss)
+	assert.True(t, math.IsNaN(float64(back.Arc.AckLatency.P999)))
+	assert.Equal(t, 50_000.0, back.Sweep.Knee)
+
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "**Knee: 50,000 items/s.** Saturated first: CPU.")
+
+	f, err := os.Open(filepath.Join(dir, ChartFile))
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	assert.Greater(t, img.Bounds().Dx(), 500)
+}
+
+func TestExactPercentiles(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 1000; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	p := Exact(lat)
+	assert.Equal(t, Percentiles{500, 950, 990, 999}, p)
+	assert.True(t, math.IsNaN(float64(Exact(nil).P50)))
+}
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		assert.Equal(t, want, count(n))
+	}
+}

@@ -1,0 +1,120 @@
+package run
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/loadtest/internal/driver"
+	"github.com/arc-otel/arc-otel/loadtest/internal/loss"
+	"github.com/arc-otel/arc-otel/loadtest/internal/report"
+)
+
+func validConfig() Config {
+	return Config{Scenario: "mixed", Driver: DriverOTLP, Rate: 0, Duration: time.Minute, Workers: 4, Batch: 1000, Interval: 5 * time.Second}
+}
+
+func TestConfigValidate(t *testing.T) {
+	require.NoError(t, validConfig().Validate())
+	assert.Equal(t, []driver.Signal{driver.Traces, driver.Logs, driver.Metrics}, validConfig().Signals())
+	tests := []struct {
+		name   string
+		change func(*Config)
+		msg    string
+	}{
+		{"unknown scenario", func(c *Config) { c.Scenario = "spans" }, `scenario "spans"`},
+		{"unknown driver", func(c *Config) { c.Driver = "k6" }, `driver "k6"`},
+		{"negative rate", func(c *Config) { c.Rate = -5 }, "rate -5"},
+		{"too few workers for mixed", func(c *Config) { c.Workers = 2 }, "workers 2"},
+		{"no batch", func(c *Config) { c.Batch = 0 }, "batch 0"},
+		{"running target without its metrics", func(c *Config) { c.Target = "127.0.0.1:4317"; c.Ceiling = false }, "-collector-metrics"},
+		{"ceiling against a running target", func(c *Config) { c.Target = "x:1"; c.CollectorMetrics = "http://x/metrics"; c.Ceiling = true }, "ceiling needs a stack"},
+		{"sweep without a step", func(c *Config) { c.Sweep = SweepConfig{Enabled: true, Start: 1, Hold: time.Minute, MaxP99: time.Second} }, "sweep start"},
+		{"sweep step too short to be steady", func(c *Config) {
+			c.Sweep = SweepConfig{Enabled: true, Start: 1, Step: 1, Hold: 5 * time.Second, MaxP99: time.Second}
+		}, "sweep hold 5s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.change(&c)
+			assert.ErrorContains(t, c.Validate(), tt.msg)
+		})
+	}
+}
+
+func TestParseScenarios(t *testing.T) {
+	got, err := ParseScenarios("traces, logs,mixed")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"traces", "logs", "mixed"}, got)
+	_, err = ParseScenarios("traces,events")
+	assert.ErrorContains(t, err, `scenario "events"`)
+}
+
+
+func TestJudgeStep(t *testing.T) {
+	r := &Runner{Config: Config{Interval: 5 * time.Second, Sweep: SweepConfig{MaxP99: 50 * time.Millisecond}}}
+	steady := func(rate float64, cpu map[string]float64) []report.Sample {
+		return []report.Sample{
+			{Rate: rate / 2, CPU: cpu}, // the ramp: ignored
+			{Rate: rate, CPU: cpu, QueueItems: 10},
+			{Rate: rate, CPU: cpu, QueueItems: 20},
+		}
+	}
+	cpu := map[string]float64{"arcstore": 1.1, "otelcol-arc": 0.7}
+	tests := []struct {
+		name   string
+		rate   float64
+		errs   int64
+		passed bool
+		why    string
+	}{
+		{name: "on target", rate: 99_000, passed: true},
+		{name: "under 95 percent", rate: 90_000, why: "achieved 90.0 % of the target"},
+		{name: "errors fail a step", rate: 100_000, errs: 3, why: "3 errors"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := r.judge(steady(tt.rate, cpu), point{}, point{}, 100_000, tt.errs)
+			assert.Equal(t, tt.passed, st.Passed)
+			assert.Equal(t, tt.why, st.Why)
+			assert.InDelta(t, tt.rate, st.Rate, 1e-6, "the ramp interval is not averaged in")
+			assert.InDelta(t, 1.1, st.CPU["arcstore"], 1e-9)
+			assert.True(t, math.IsNaN(float64(st.AckLatency.P99)), "no sidecar histogram, no latency")
+		})
+	}
+}
+
+func TestSaturated(t *testing.T) {
+	tests := []struct {
+		name string
+		step report.Step
+		want string
+	}{
+		{name: "busiest process", step: report.Step{CPU: map[string]float64{"arcstore": 1.2, "otelcol-arc": 0.6}, FsyncP99: report.Float(math.NaN())},
+			want: "CPU: 1.80 cores in use; busiest arcstore (1.20 cores)"},
+		{name: "queue and fsync first", step: report.Step{QueueFill: 0.9, FsyncP99: 35, CPU: map[string]float64{"arcstore": 0.3}},
+			want: "the arc exporter's sending queue (90 % full): the export path behind the collector is slower than intake; WAL fsync (p99 35.0 ms); CPU: 0.30 cores in use; busiest arcstore (0.30 cores)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, saturated(tt.step))
+		})
+	}
+}
+
+func TestFailures(t *testing.T) {
+	rep := &report.Report{Arc: &report.Phase{Name: "arc", Loss: []loss.Table{
+		loss.Compute("traces", 100, 100, 100),
+		loss.Compute("logs", 100, 102, 100),
+	}, Errors: 2}}
+	assert.Equal(t, []string{
+		"arc: table logs lost 0, duplicated 2, unexpected 0 of 100 acknowledged",
+		"arc: 2 failed requests (retried)",
+	}, failures(rep))
+	rep.Arc.Loss, rep.Arc.Errors = rep.Arc.Loss[:1], 0
+	assert.Empty(t, failures(rep))
+}
