@@ -35,7 +35,7 @@ func sampleReport() *Report {
 			Samples: samples(100_000), Procs: map[string]stack.Usage{"otelcol-arc": {CPUSeconds: 10, PeakRSSBytes: 200 << 20}}},
 		Arc: &Phase{Name: "arc", Export: "arc", Target: 100_000, Rate: 80_000, Acked: map[string]int64{"traces": 1_200_000},
 			Latency: Percentiles{1, 2, 3, 4}, AckLatency: Percentiles{0.5, 1, 1.5, nan}, Samples: samples(80_000),
-			Loss: []loss.Table{loss.Compute("traces", 1_200_000, 1_200_000, 1_200_000)},
+			Loss:  []loss.Table{loss.Compute("traces", 1_200_000, 1_200_000, 1_200_000)},
 			Procs: map[string]stack.Usage{"arcstore": {CPUSeconds: 12.5, PeakRSSBytes: 300 << 20}}},
 		Ratio:    0.8,
 		Failures: []string{},

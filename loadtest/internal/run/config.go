@@ -52,7 +52,9 @@ type Config struct {
 	Interval     time.Duration
 	QueueSize    int
 	SidecarArgs  []string
-	DrainTimeout time.Duration
+	// CollectorPprof is where our stack's collector serves pprof, if set.
+	CollectorPprof string
+	DrainTimeout   time.Duration
 
 	Sweep SweepConfig
 }

@@ -123,7 +123,11 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 		return &target{name: name, export: export, otlp: r.Target, collectorMetrics: r.CollectorMetrics,
 			sidecarMetrics: r.SidecarMetrics, dataDir: r.DataDir, procs: map[string]*stack.Proc{}}, nil
 	}
-	st, err := stack.Start(stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: export, QueueSize: r.QueueSize, SidecarArgs: r.SidecarArgs})
+	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: export, QueueSize: r.QueueSize, SidecarArgs: r.SidecarArgs}
+	if export == stack.ExportArc {
+		opts.CollectorPprof = r.CollectorPprof
+	}
+	st, err := stack.Start(opts)
 	if err != nil {
 		return nil, err
 	}

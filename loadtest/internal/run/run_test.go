@@ -2,6 +2,7 @@ package run
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/arc-otel/arc-otel/loadtest/internal/driver"
 	"github.com/arc-otel/arc-otel/loadtest/internal/loss"
 	"github.com/arc-otel/arc-otel/loadtest/internal/report"
+	"github.com/arc-otel/arc-otel/loadtest/internal/scrape"
 )
 
 func validConfig() Config {
@@ -32,7 +34,9 @@ func TestConfigValidate(t *testing.T) {
 		{"no batch", func(c *Config) { c.Batch = 0 }, "batch 0"},
 		{"running target without its metrics", func(c *Config) { c.Target = "127.0.0.1:4317"; c.Ceiling = false }, "-collector-metrics"},
 		{"ceiling against a running target", func(c *Config) { c.Target = "x:1"; c.CollectorMetrics = "http://x/metrics"; c.Ceiling = true }, "ceiling needs a stack"},
-		{"sweep without a step", func(c *Config) { c.Sweep = SweepConfig{Enabled: true, Start: 1, Hold: time.Minute, MaxP99: time.Second} }, "sweep start"},
+		{"sweep without a step", func(c *Config) {
+			c.Sweep = SweepConfig{Enabled: true, Start: 1, Hold: time.Minute, MaxP99: time.Second}
+		}, "sweep start"},
 		{"sweep step too short to be steady", func(c *Config) {
 			c.Sweep = SweepConfig{Enabled: true, Start: 1, Step: 1, Hold: 5 * time.Second, MaxP99: time.Second}
 		}, "sweep hold 5s"},
@@ -54,31 +58,35 @@ func TestParseScenarios(t *testing.T) {
 	assert.ErrorContains(t, err, `scenario "events"`)
 }
 
-
 func TestJudgeStep(t *testing.T) {
 	r := &Runner{Config: Config{Interval: 5 * time.Second, Sweep: SweepConfig{MaxP99: 50 * time.Millisecond}}}
-	steady := func(rate float64, cpu map[string]float64) []report.Sample {
+	steady := func(rate, durable, queue float64, cpu map[string]float64) []report.Sample {
 		return []report.Sample{
-			{Rate: rate / 2, CPU: cpu}, // the ramp: ignored
-			{Rate: rate, CPU: cpu, QueueItems: 10},
-			{Rate: rate, CPU: cpu, QueueItems: 20},
+			{Rate: rate / 2, Durable: durable, CPU: cpu, QueueItems: 10}, // the ramp: ignored
+			{Rate: rate, Durable: durable, CPU: cpu, QueueItems: 10 + queue/2},
+			{Rate: rate, Durable: durable, CPU: cpu, QueueItems: 10 + queue},
 		}
 	}
 	cpu := map[string]float64{"arcstore": 1.1, "otelcol-arc": 0.7}
 	tests := []struct {
-		name   string
-		rate   float64
-		errs   int64
-		passed bool
-		why    string
+		name    string
+		rate    float64
+		errs    int64
+		queue   float64
+		durable float64
+		passed  bool
+		why     string
 	}{
 		{name: "on target", rate: 99_000, passed: true},
 		{name: "under 95 percent", rate: 90_000, why: "achieved 90.0 % of the target"},
 		{name: "errors fail a step", rate: 100_000, errs: 3, why: "3 errors"},
+		{name: "a growing queue fails a step", rate: 100_000, queue: 300, why: "exporter queue grew by 30 % of its capacity"},
+		{name: "durable rate under target", rate: 100_000, durable: 80_000, why: "durable rate 80.0 % of the target"},
 	}
+	end := point{collector: parse(t, "# TYPE otelcol_exporter_queue_capacity gauge\notelcol_exporter_queue_capacity{exporter=\"arc\",data_type=\"traces\"} 1000\n")}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := r.judge(steady(tt.rate, cpu), point{}, point{}, 100_000, tt.errs)
+			st := r.judge(steady(tt.rate, tt.durable, tt.queue, cpu), point{}, end, 100_000, tt.errs)
 			assert.Equal(t, tt.passed, st.Passed)
 			assert.Equal(t, tt.why, st.Why)
 			assert.InDelta(t, tt.rate, st.Rate, 1e-6, "the ramp interval is not averaged in")
@@ -86,6 +94,13 @@ func TestJudgeStep(t *testing.T) {
 			assert.True(t, math.IsNaN(float64(st.AckLatency.P99)), "no sidecar histogram, no latency")
 		})
 	}
+}
+
+func parse(t *testing.T, text string) scrape.Snapshot {
+	t.Helper()
+	snap, err := scrape.Parse(strings.NewReader(text))
+	require.NoError(t, err)
+	return snap
 }
 
 func TestSaturated(t *testing.T) {

@@ -87,12 +87,14 @@ func (r *Runner) judge(samples []report.Sample, begin, end point, targetRate flo
 	st.AckLatency = ackPercentiles(end.sidecar, begin.sidecar)
 	fsync := end.sidecar.Histogram(metricFsyncDuration, nil).Sub(begin.sidecar.Histogram(metricFsyncDuration, nil))
 	st.FsyncP99 = report.Float(1000 * fsync.Quantile(0.99))
-	if capacity := end.collector.Sum(metricQueueCapacity, map[string]string{"exporter": "arc"}); capacity > 0 {
+	var growth float64
+	if capacity := end.collector.Max(metricQueueCapacity, map[string]string{"exporter": "arc"}); capacity > 0 && len(steady) > 0 {
 		var peak float64
 		for _, s := range samples {
 			peak = max(peak, s.QueueItems)
 		}
 		st.QueueFill = peak / capacity
+		growth = (steady[len(steady)-1].QueueItems - samples[0].QueueItems) / capacity
 	}
 	var why []string
 	if st.Achievement < 0.95 {
@@ -100,6 +102,14 @@ func (r *Runner) judge(samples []report.Sample, begin, end point, targetRate flo
 	}
 	if p99 := float64(st.AckLatency.P99); !math.IsNaN(p99) && p99 > float64(r.Sweep.MaxP99.Milliseconds()) {
 		why = append(why, fmt.Sprintf("durable-ack p99 %.1f ms over %v", p99, r.Sweep.MaxP99))
+	}
+	if st.Durable > 0 && st.Durable < 0.95*targetRate {
+		why = append(why, fmt.Sprintf("durable rate %.1f %% of the target", 100*st.Durable/targetRate))
+	}
+	// A queue that keeps growing means intake outruns the export: the rate
+	// holds only until the queue is full.
+	if growth > 0.1 {
+		why = append(why, fmt.Sprintf("exporter queue grew by %.0f %% of its capacity", 100*growth))
 	}
 	if errs > 0 {
 		why = append(why, fmt.Sprintf("%d errors", errs))

@@ -160,7 +160,8 @@ func (w *watcher) between(a, b point, targetRate float64) report.Sample {
 			s.CPU[name] = (u.CPUSeconds - prev.CPUSeconds) / secs
 		}
 	}
-	s.QueueItems = b.collector.Sum(metricQueueSize, map[string]string{"exporter": "arc"})
+	// One queue per pipeline: the fullest says whether one is filling.
+	s.QueueItems = b.collector.Max(metricQueueSize, map[string]string{"exporter": "arc"})
 	return s
 }
 

@@ -4,6 +4,7 @@ package scrape
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"time"
@@ -28,12 +29,17 @@ func Fetch(url string) (Snapshot, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scrape %s: status %s", url, resp.Status)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	snap, err := Parse(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", url, err)
 	}
-	return fams, nil
+	return snap, nil
+}
+
+// Parse reads the Prometheus text format.
+func Parse(r io.Reader) (Snapshot, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
 }
 
 // matches reports whether m carries every label of want.
@@ -68,6 +74,26 @@ func (s Snapshot) Sum(name string, match map[string]string) float64 {
 		}
 	}
 	return sum
+}
+
+// Max is the largest value among the series of a counter, gauge or untyped
+// metric whose labels include match; 0 when there is none.
+func (s Snapshot) Max(name string, match map[string]string) float64 {
+	var top float64
+	for _, m := range s[name].GetMetric() {
+		if !matches(m, match) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			top = max(top, m.Counter.GetValue())
+		case m.Gauge != nil:
+			top = max(top, m.Gauge.GetValue())
+		case m.Untyped != nil:
+			top = max(top, m.Untyped.GetValue())
+		}
+	}
+	return top
 }
 
 // Has reports whether the snapshot has the metric.

@@ -32,6 +32,9 @@ type Options struct {
 	// sender as latency.
 	QueueSize   int
 	SidecarArgs []string
+	// CollectorPprof, when set, serves the collector's pprof extension
+	// there, for profiling a run.
+	CollectorPprof string
 }
 
 // Stack is a running collector and, exporting to arc, its sidecar.
@@ -126,6 +129,10 @@ func collectorConfig(o Options, otlpGRPC, otlpHTTP, sidecar, health string, metr
     sending_queue: {enabled: true, queue_size: %d, block_on_overflow: true}
     retry_on_failure: {enabled: true, initial_interval: 50ms, max_interval: 1s, max_elapsed_time: 0s}`, sidecar, queue)
 	}
+	pprofExt, pprofName := "", ""
+	if o.CollectorPprof != "" {
+		pprofExt, pprofName = fmt.Sprintf("\n  pprof: {endpoint: %q}", o.CollectorPprof), ", pprof"
+	}
 	return fmt.Sprintf(`receivers:
   otlp:
     protocols:
@@ -136,9 +143,9 @@ processors:
 exporters:
   %s
 extensions:
-  health_check: {endpoint: %q}
+  health_check: {endpoint: %q}%[7]s
 service:
-  extensions: [health_check]
+  extensions: [health_check%[8]s]
   telemetry:
     logs: {level: warn}
     metrics:
@@ -146,12 +153,12 @@ service:
       readers:
         - pull:
             exporter:
-              prometheus: {host: "127.0.0.1", port: %d, without_units: true, without_type_suffix: true}
+              prometheus: {host: "127.0.0.1", port: %[5]d, without_units: true, without_type_suffix: true}
   pipelines:
     traces: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
     logs: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
     metrics: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
-`, otlpGRPC, otlpHTTP, exporter, health, metricsPort, o.Export)
+`, otlpGRPC, otlpHTTP, exporter, health, metricsPort, o.Export, pprofExt, pprofName)
 }
 
 func freePorts(n int) ([]int, error) {
