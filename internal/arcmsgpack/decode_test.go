@@ -1,0 +1,207 @@
+package arcmsgpack
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func pack(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func obj(m string, cols map[string]any) map[string]any {
+	return map[string]any{"m": m, "columns": cols}
+}
+
+const nowMs = int64(1_763_800_000_000) // 2025-11-22, in ms
+
+func TestDecodeForms(t *testing.T) {
+	one := obj("cpu", map[string]any{"time": []int64{nowMs}, "host": []string{"a"}})
+	tests := []struct {
+		name  string
+		body  any
+		names []string
+	}{
+		{name: "one object", body: one, names: []string{"cpu"}},
+		{name: "array of objects", body: []any{one, obj("mem", map[string]any{"time": []int64{nowMs}})}, names: []string{"cpu", "mem"}},
+		{name: "batch", body: map[string]any{"batch": []any{one, one}}, names: []string{"cpu", "cpu"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms, err := Decode(pack(t, tt.body))
+			require.NoError(t, err)
+			var names []string
+			for _, m := range ms {
+				names = append(names, m.Name)
+			}
+			assert.Equal(t, tt.names, names)
+		})
+	}
+}
+
+func TestDecodeTimeUnits(t *testing.T) {
+	const ns = nowMs * 1_000_000
+	tests := []struct {
+		name string
+		time any
+	}{
+		{"seconds", []int64{nowMs / 1000}},
+		{"milliseconds", []int64{nowMs}},
+		{"microseconds", []int64{nowMs * 1000}},
+		{"nanoseconds", []int64{ns}},
+		{"float seconds", []float64{float64(nowMs) / 1000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms, err := Decode(pack(t, obj("cpu", map[string]any{"time": tt.time})))
+			require.NoError(t, err)
+			assert.InDelta(t, ns, ms[0].Time[0], 1000, "stored in ns")
+		})
+	}
+}
+
+func TestDecodeColumnKinds(t *testing.T) {
+	body := pack(t, obj("m1", map[string]any{
+		"time":    []int64{nowMs, nowMs + 1, nowMs + 2},
+		"i":       []any{1, -2, int64(math.MaxInt64)},
+		"f":       []any{1, 2.5, nil}, // ints then a float: the column is float
+		"s":       []any{nil, "x", "ü"},
+		"b":       []any{true, false, nil},
+		"nothing": []any{nil, nil, nil},
+	}))
+	ms, err := Decode(body)
+	require.NoError(t, err)
+	cols := map[string]Column{}
+	for _, c := range ms[0].Columns {
+		cols[c.Name] = c
+	}
+	assert.Equal(t, []int64{1, -2, math.MaxInt64}, cols["i"].Ints)
+	assert.Equal(t, KindFloat, cols["f"].Kind)
+	assert.Equal(t, []float64{1, 2.5, 0}, cols["f"].Floats)
+	assert.Equal(t, []bool{false, false, true}, cols["f"].Null)
+	assert.Equal(t, []string{"", "x", "ü"}, cols["s"].Strs)
+	assert.Equal(t, []bool{true, false, false}, cols["s"].Null)
+	assert.Equal(t, KindBool, cols["b"].Kind)
+	assert.Equal(t, KindNull, cols["nothing"].Kind)
+
+	rec := ms[0].Record(memory.NewGoAllocator())
+	defer rec.Release()
+	assert.Equal(t, []string{"time", "b", "f", "i", "nothing", "s"}, fieldNames(rec.Schema()), "time first, then by name")
+	assert.Equal(t, int64(3), rec.NumRows())
+	f := rec.Column(2).(*array.Float64)
+	assert.True(t, f.IsNull(2))
+	assert.Equal(t, 2.5, f.Value(1))
+	s := rec.Column(5).(*array.String)
+	assert.True(t, s.IsNull(0))
+	assert.Equal(t, "ü", s.Value(2))
+	assert.Equal(t, 3, rec.Column(4).NullN())
+	assert.Equal(t, arrow.Timestamp(nowMs*1_000_000), rec.Column(0).(*array.Timestamp).Value(0))
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	var out []string
+	for _, f := range s.Fields() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// raw builds bodies msgpack.Marshal would not: duplicate keys, odd types.
+func raw(t *testing.T, build func(e *msgpack.Encoder)) []byte {
+	var buf bytes.Buffer
+	e := msgpack.NewEncoder(&buf)
+	build(e)
+	return buf.Bytes()
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good := pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}}))
+	tests := []struct {
+		name string
+		body []byte
+		msg  string
+	}{
+		{"empty body", nil, "empty or truncated body"},
+		{"not a map", pack(t, "hello"), "body must be a map or an array"},
+		{"truncated", good[:len(good)-3], "truncated"},
+		{"trailing bytes", append(append([]byte{}, good...), 0x01), "trailing bytes"},
+		{"empty array", pack(t, []any{}), "no measurement"},
+		{"array element not a map", pack(t, []any{1}), "element 0 of the array is not a map"},
+		{"missing measurement", pack(t, map[string]any{"columns": map[string]any{"time": []int64{nowMs}}}), `missing measurement name "m"`},
+		{"missing time", pack(t, obj("cpu", map[string]any{"v": []int{1}})), `measurement "cpu": missing the "time" column`},
+		{"unknown key", pack(t, map[string]any{"m": "cpu", "columns": map[string]any{}, "tags": 1}), `unknown key "tags"`},
+		{"batch mixed with m", pack(t, map[string]any{"m": "cpu", "batch": []any{}}), `"batch" cannot be mixed`},
+		{"column lengths differ", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs, nowMs}, "v": []int{1}})),
+			`column "v" has 1 values, "time" has 2`},
+		{"mixed types", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs, nowMs}, "v": []any{1, "x"}})),
+			`column "v" row 1: a string among int values`},
+		{"NaN", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []float64{math.NaN()}})), `column "v" row 0: NaN`},
+		{"invalid UTF-8", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []string{"\xff"}})), `column "v" row 0: string is not valid UTF-8`},
+		{"reserved column", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "date": []string{"x"}})), `column name "date" is reserved`},
+		{"null time", pack(t, obj("cpu", map[string]any{"time": []any{nil}})), "null timestamps"},
+		{"string time", pack(t, obj("cpu", map[string]any{"time": []string{"now"}})), "integer or float timestamps"},
+		{"uint64 overflow", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []uint64{math.MaxUint64}})), "does not fit"},
+		{"binary value", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": [][]byte{{1}}})), "unsupported msgpack type"},
+		{"columns not a map", pack(t, map[string]any{"m": "cpu", "columns": []int{1}}), `"columns" must be a map`},
+		{"duplicate column", raw(t, func(e *msgpack.Encoder) {
+			e.EncodeMapLen(2)
+			e.EncodeString("m")
+			e.EncodeString("cpu")
+			e.EncodeString("columns")
+			e.EncodeMapLen(2)
+			e.EncodeString("time")
+			e.Encode([]int64{nowMs})
+			e.EncodeString("time")
+			e.Encode([]int64{nowMs})
+		}), `column "time" appears twice`},
+		{"huge array length claim", raw(t, func(e *msgpack.Encoder) {
+			e.EncodeMapLen(2)
+			e.EncodeString("m")
+			e.EncodeString("cpu")
+			e.EncodeString("columns")
+			e.EncodeMapLen(1)
+			e.EncodeString("time")
+			e.EncodeArrayLen(math.MaxInt32)
+			e.EncodeInt(nowMs)
+		}), `column "time": truncated at row 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(tt.body)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInput)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(pack(f, obj("cpu", map[string]any{"time": []int64{nowMs, nowMs + 1}, "v": []any{1, 2.5}, "s": []any{"a", nil}, "b": []bool{true, false}})))
+	f.Add(pack(f, []any{obj("a", map[string]any{"time": []int64{1}}), obj("b", map[string]any{"time": []float64{1.5}})}))
+	f.Add(pack(f, map[string]any{"batch": []any{obj("a", map[string]any{"time": []int64{nowMs}})}}))
+	mem := memory.NewGoAllocator()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ms, err := Decode(body)
+		if err != nil {
+			require.ErrorIs(t, err, ErrInput)
+			return
+		}
+		for _, m := range ms {
+			rec := m.Record(mem)
+			require.Equal(t, int64(m.Rows()), rec.NumRows())
+			require.Equal(t, len(m.Columns)+1, int(rec.NumCols()))
+			rec.Release()
+		}
+	})
+}
