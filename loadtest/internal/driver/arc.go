@@ -1,0 +1,219 @@
+package driver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Arc measurements in the shapes of the specification's Arc load tests.
+const (
+	ArcMetrics Signal = "system_metrics"
+	ArcLogs    Signal = "application_logs"
+	ArcTraces  Signal = "distributed_traces"
+	ArcEvents  Signal = "system_events"
+)
+
+// ArcPath is Arc's MessagePack write endpoint.
+const ArcPath = "/api/v1/write/msgpack"
+
+// Arc posts pre-generated, gzip-compressed (level 1) MessagePack columnar
+// batches to an Arc-compatible write API: the sidecar, or Arc itself for a
+// side-by-side number. Each worker cycles through Payloads distinct
+// payloads of its measurement; the API has no retry semantics, so repeated
+// payloads are new rows, and the loss check compares counts.
+type Arc struct {
+	Plan     Plan // Endpoint is the base URL, e.g. http://127.0.0.1:8000
+	Recorder *Recorder
+	Token    string
+	Database string
+	Payloads int
+	client   *http.Client
+}
+
+// Run sends until the plan's duration has passed or ctx ends.
+func (d *Arc) Run(ctx context.Context) error {
+	if err := d.Plan.Validate(); err != nil {
+		return err
+	}
+	n := max(1, d.Payloads)
+	now := time.Now()
+	bodies := map[Signal][][]byte{}
+	for _, s := range d.Plan.Signals {
+		for i := 0; i < n; i++ {
+			b, err := ArcPayload(s, d.Plan.Batch, now, rand.New(rand.NewPCG(uint64(i), uint64(len(s)))))
+			if err != nil {
+				return err
+			}
+			bodies[s] = append(bodies[s], b)
+		}
+	}
+	d.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: d.Plan.Workers}}
+	pace := newPacer(d.Plan.Rate, d.Plan.Batch, time.Now())
+	ctx, cancel := context.WithTimeout(ctx, d.Plan.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < d.Plan.Workers; w++ {
+		s := d.Plan.Signals[w%len(d.Plan.Signals)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; pace.wait(ctx); i++ {
+				d.send(s, bodies[s][i%n])
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (d *Arc) send(s Signal, body []byte) {
+	backoff := 10 * time.Millisecond
+	for {
+		start := time.Now()
+		code, retryAfter, err := d.post(body)
+		switch {
+		case err == nil && code == http.StatusNoContent:
+			d.Recorder.Success(s, d.Plan.Batch, 0, time.Since(start))
+			return
+		case err != nil || code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+			d.Recorder.Failure(0)
+			time.Sleep(max(backoff, retryAfter))
+			backoff = min(2*backoff, time.Second)
+		default:
+			d.Recorder.Failure(d.Plan.Batch)
+			return
+		}
+	}
+}
+
+func (d *Arc) post(body []byte) (int, time.Duration, error) {
+	req, err := http.NewRequest(http.MethodPost, d.Plan.Endpoint+ArcPath, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/msgpack")
+	req.Header.Set("Content-Encoding", "gzip")
+	if d.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.Token)
+	}
+	if d.Database != "" {
+		req.Header.Set("x-arc-database", d.Database)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, time.Duration(secs) * time.Second, nil
+}
+
+// ArcPayload builds one gzip-compressed batch of n rows of a measurement.
+func ArcPayload(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
+	cols, err := arcColumns(s, n, now, r)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := msgpack.Marshal(map[string]any{"m": string(s), "columns": cols})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", s, err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+var (
+	services   = []string{"api-gateway", "auth-service", "user-service", "product-service", "order-service", "payment-service", "inventory-service", "notification-service"}
+	regions    = []string{"us-east-1", "us-west-2", "eu-west-1", "ap-southeast-1"}
+	envs       = []string{"production", "staging", "development"}
+	levels     = []string{"DEBUG", "INFO", "INFO", "WARN", "ERROR"}
+	metricKind = []string{"cpu", "memory", "disk", "network_in", "network_out", "temperature", "power"}
+	kinds      = []string{"server", "client", "internal", "producer", "consumer"}
+	methods    = []string{"GET", "POST", "PUT", "DELETE"}
+	eventTypes = []string{"deployment_started", "autoscale_triggered", "alert_triggered", "config_changed", "user_signup"}
+)
+
+func pick(r *rand.Rand, from []string) string { return from[r.IntN(len(from))] }
+
+func hexID(r *rand.Rand) string { return fmt.Sprintf("%016x", r.Uint64()) }
+
+func arcColumns(s Signal, n int, now time.Time, r *rand.Rand) (map[string]any, error) {
+	ns := make([]int64, n)
+	ms := make([]int64, n)
+	for i := range ns {
+		t := now.Add(-time.Duration(r.IntN(int(time.Minute))))
+		ns[i], ms[i] = t.UnixNano(), t.UnixMilli()
+	}
+	strs := func(f func() string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = f()
+		}
+		return out
+	}
+	ints := func(f func() int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = f()
+		}
+		return out
+	}
+	switch s {
+	case ArcMetrics:
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(r.IntN(10000)) / 100
+		}
+		return map[string]any{"time": ns, "node": strs(func() string { return "node-" + strconv.Itoa(r.IntN(100)) }),
+			"metric_name": strs(func() string { return pick(r, metricKind) }), "value": vals,
+			"region": strs(func() string { return pick(r, regions) }), "environment": strs(func() string { return pick(r, envs) })}, nil
+	case ArcLogs:
+		return map[string]any{"time": ns, "level": strs(func() string { return pick(r, levels) }),
+			"service": strs(func() string { return pick(r, services) }), "environment": strs(func() string { return pick(r, envs) }),
+			"region": strs(func() string { return pick(r, regions) }), "message": strs(func() string { return "Request processed successfully" }),
+			"response_time_ms": ints(func() int64 { return int64(r.IntN(500)) }), "status_code": ints(func() int64 { return int64([]int{200, 200, 201, 404, 500}[r.IntN(5)]) }),
+			"request_id": strs(func() string { return hexID(r) })}, nil
+	case ArcTraces:
+		errs := make([]bool, n)
+		for i := range errs {
+			errs[i] = r.IntN(50) == 0
+		}
+		return map[string]any{"time": ms, "trace_id": strs(func() string { return hexID(r) + hexID(r) }), "span_id": strs(func() string { return hexID(r) }),
+			"parent_span_id": strs(func() string {
+				if r.IntN(10) < 3 {
+					return hexID(r)
+				}
+				return ""
+			}),
+			"service_name": strs(func() string { return pick(r, services) }), "operation_name": strs(func() string { return pick(r, methods) + " /api" }),
+			"span_kind": strs(func() string { return pick(r, kinds) }), "duration_ns": ints(func() int64 { return int64(r.IntN(500_000_000)) }),
+			"status_code": ints(func() int64 { return int64([]int{200, 200, 201, 404, 500}[r.IntN(5)]) }), "http_method": strs(func() string { return pick(r, methods) }),
+			"environment": strs(func() string { return pick(r, envs) }), "region": strs(func() string { return pick(r, regions) }), "error": errs}, nil
+	case ArcEvents:
+		return map[string]any{"time": ms, "event_type": strs(func() string { return pick(r, eventTypes) }),
+			"event_category": strs(func() string { return []string{"infrastructure", "business", "security"}[r.IntN(3)] }),
+			"severity": strs(func() string { return []string{"info", "warning", "critical"}[r.IntN(3)] }),
+			"source": strs(func() string { return pick(r, services) }), "message": strs(func() string { return "event " + hexID(r) }),
+			"duration_ms": ints(func() int64 { return int64(r.IntN(60_000)) })}, nil
+	}
+	return nil, errors.New("unknown Arc measurement " + string(s))
+}
