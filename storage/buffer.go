@@ -43,7 +43,7 @@ func newGeneration() *generation {
 func (g *generation) add(database string, t *Table, rec arrow.RecordBatch, size int) {
 	hours, rows := split(rec, t.timeCol)
 	for i, h := range hours {
-		k := partKey{database: database, table: t.Name, hour: h}
+		k := partKey{database: database, table: t.Name, hour: h, variant: t.variant}
 		p := g.parts[k]
 		if p == nil {
 			p = &partition{key: k, table: t}

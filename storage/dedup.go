@@ -19,6 +19,10 @@ import (
 // telemetry (same ids, same timestamps, same values).
 type BatchID [sha256.Size]byte
 
+// NoDedup is the ID of a batch that is never a retry of another: it is
+// neither checked nor remembered.
+var NoDedup BatchID
+
 // NewBatchID hashes a batch.
 func NewBatchID(database, table string, parts ...[]byte) BatchID {
 	h := sha256.New()

@@ -43,7 +43,8 @@ func CheckName(kind, name string) error {
 type partKey struct {
 	database string
 	table    string
-	hour     int64 // hours since the Unix epoch, floored
+	hour     int64  // hours since the Unix epoch, floored
+	variant  uint64 // schema of a measurement table (Table.variant)
 }
 
 func hourOf(ns int64) int64 {

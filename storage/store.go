@@ -93,6 +93,7 @@ type appendReq struct {
 	ipc      []byte
 	rec      arrow.RecordBatch
 	done     chan error
+	more     []*appendReq // committed in the same group as this one
 }
 
 // Open recovers the data directory (finishing an interrupted flush and
@@ -199,16 +200,18 @@ func (s *Store) recover() error {
 }
 
 func (s *Store) replayEntry(e walEntry) error {
-	s.dedup.add(e.id, time.Now().UnixNano())
-	t, err := LookupTable(e.table)
-	if err != nil {
-		return err
+	if e.id != NoDedup {
+		s.dedup.add(e.id, time.Now().UnixNano())
 	}
 	rec, err := arcflight.DecodeRecord(e.ipc, s.mem)
 	if err != nil {
 		return err
 	}
 	defer rec.Release()
+	t, err := tableFor(e.table, rec.Schema())
+	if err != nil {
+		return err
+	}
 	if err := t.Check(rec); err != nil {
 		return err
 	}
@@ -238,30 +241,67 @@ func (s *Store) clearTmp() error {
 //
 // id identifies the batch's content (NewBatchID); a batch whose id was
 // stored within the dedup window is acknowledged without a second copy.
+// NoDedup turns that off, for protocols where equal content is a new write.
 func (s *Store) Append(ctx context.Context, id BatchID, database string, t *Table, ipc []byte, rec arrow.RecordBatch) error {
+	return s.AppendAll(ctx, []Batch{{ID: id, Database: database, Table: t, IPC: ipc, Rec: rec}})
+}
+
+// Batch is one record batch of AppendAll.
+type Batch struct {
+	ID       BatchID
+	Database string
+	Table    *Table
+	IPC      []byte
+	Rec      arrow.RecordBatch
+}
+
+// AppendAll makes several batches durable together: they share one WAL
+// commit, so either all are stored or none is (a request that spans
+// tables is never half kept).
+func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closing.Load() {
 		return ErrClosed
 	}
-	if s.buffered.Load()+int64(len(ipc)) > s.opts.MaxBufferBytes {
+	var size int64
+	for _, b := range batches {
+		size += int64(len(b.IPC))
+	}
+	if s.buffered.Load()+size > s.opts.MaxBufferBytes {
 		s.requestFlush()
 		return ErrBackpressure
 	}
-	if s.dedup.has(id) {
+	reqs := make([]*appendReq, 0, len(batches))
+	for _, b := range batches {
+		if b.ID != NoDedup && s.dedup.has(b.ID) {
+			continue
+		}
+		b.Rec.Retain()
+		reqs = append(reqs, &appendReq{id: b.ID, database: b.Database, table: b.Table, ipc: b.IPC, rec: b.Rec, done: make(chan error, 1)})
+	}
+	if len(reqs) == 0 {
 		return nil
 	}
-	rec.Retain()
-	r := &appendReq{id: id, database: database, table: t, ipc: ipc, rec: rec, done: make(chan error, 1)}
+	// The first request carries the others into the committer's group.
+	reqs[0].more = reqs[1:]
 	select {
-	case s.appends <- r:
+	case s.appends <- reqs[0]:
 	case <-ctx.Done():
-		rec.Release()
+		for _, r := range reqs {
+			r.rec.Release()
+		}
 		return ctx.Err()
 	}
 	// Once queued, the outcome must be waited for: the caller may only
 	// forget a batch that is known not to be acknowledged.
-	return <-r.done
+	var err error
+	for _, r := range reqs {
+		if rerr := <-r.done; rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 func (s *Store) requestFlush() {
@@ -278,11 +318,11 @@ func (s *Store) commitLoop() {
 	for {
 		select {
 		case r := <-s.appends:
-			s.group = append(s.group[:0], r)
+			s.group = append(append(s.group[:0], r), r.more...)
 			for len(s.group) < maxGroup {
 				select {
 				case r := <-s.appends:
-					s.group = append(s.group, r)
+					s.group = append(append(s.group, r), r.more...)
 					continue
 				default:
 				}
@@ -301,10 +341,12 @@ func (s *Store) commitGroup() {
 	durable := s.wal.size
 	inGroup := map[BatchID]bool{}
 	for _, r := range s.group {
-		if r.dup = inGroup[r.id] || s.dedup.has(r.id); r.dup {
+		if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.has(r.id)); r.dup {
 			continue
 		}
-		inGroup[r.id] = true
+		if r.id != NoDedup {
+			inGroup[r.id] = true
+		}
 		s.scratch = appendPayloadHeader(s.scratch[:0], r.database, r.table.Name, r.id)
 		// A failed write leaves the buffered writer in error; commit reports
 		// it and cuts the segment back.
@@ -314,7 +356,9 @@ func (s *Store) commitGroup() {
 	now := time.Now().UnixNano()
 	for _, r := range s.group {
 		if err == nil && !r.dup {
-			s.dedup.add(r.id, now)
+			if r.id != NoDedup {
+				s.dedup.add(r.id, now)
+			}
 			s.gen.add(r.database, r.table, r.rec, len(r.ipc))
 			s.buffered.Add(int64(len(r.ipc)))
 		}

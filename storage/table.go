@@ -25,6 +25,9 @@ type Table struct {
 	// with it (see arcflight.SchemaFrame).
 	SchemaFrame []byte
 	timeCol     int
+	// variant tells apart the schemas of one measurement table; OTLP
+	// tables have one schema and variant 0.
+	variant uint64
 }
 
 // Errors that name what is wrong with a batch; the receiver maps them to

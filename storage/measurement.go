@@ -1,0 +1,121 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/arc-otel/arc-otel/internal/arcflight"
+)
+
+// Measurement tables hold what Arc-protocol clients write: one table folder
+// per measurement, flat columns whose set and types the payloads decide.
+// A table can see several schemas over time (a column added, a new
+// measurement field); each schema is its own Table value and writes its own
+// files into the same partition folders, and readers merge them by column
+// name (DuckDB's union_by_name, Spark's mergeSchema).
+
+// measurementCol is the time column of every measurement table.
+const measurementTimeCol = "time"
+
+var measurements = struct {
+	sync.Mutex
+	m map[string]*Table // by name and schema fingerprint
+}{m: map[string]*Table{}}
+
+// IsOTLPTable reports whether name is one of the OTLP tables, which
+// measurements may not take.
+func IsOTLPTable(name string) bool {
+	_, ok := tables[name]
+	return ok
+}
+
+// MeasurementTable returns the table for a measurement's schema: time (a
+// UTC nanosecond timestamp, not null) first, then nullable int64, float64,
+// string or bool columns.
+func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
+	if IsOTLPTable(name) {
+		return nil, fmt.Errorf("%w: measurement %q is the name of an OTLP table", ErrBadName, name)
+	}
+	if err := CheckName("measurement", name); err != nil {
+		return nil, err
+	}
+	fp := fingerprint(s)
+	key := name + "\x00" + string(fp[:])
+	measurements.Lock()
+	defer measurements.Unlock()
+	if t, ok := measurements.m[key]; ok {
+		return t, nil
+	}
+	ps, err := parquetSchema(name, s)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{
+		Name:        name,
+		Arrow:       s,
+		Parquet:     ps,
+		SchemaFrame: arcflight.SchemaFrame(s),
+		timeCol:     0,
+		variant:     binary.BigEndian.Uint64(fp[:8]),
+	}
+	measurements.m[key] = t
+	return t, nil
+}
+
+// tableFor resolves a WAL record's table: an OTLP table by name, else the
+// measurement table of the record's own schema.
+func tableFor(name string, s *arrow.Schema) (*Table, error) {
+	if t, ok := tables[name]; ok {
+		return t, nil
+	}
+	return MeasurementTable(name, s)
+}
+
+func fingerprint(s *arrow.Schema) [sha256.Size]byte {
+	h := sha256.New()
+	for _, f := range s.Fields() {
+		fmt.Fprintf(h, "%s\x00%s\x00%t\x00", f.Name, f.Type, f.Nullable)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+func parquetSchema(name string, s *arrow.Schema) (*parquet.Schema, error) {
+	if s.NumFields() == 0 || s.Field(0).Name != measurementTimeCol || !arrow.TypeEqual(s.Field(0).Type, arrow.FixedWidthTypes.Timestamp_ns) &&
+		!isUTCNanos(s.Field(0).Type) || s.Field(0).Nullable {
+		return nil, fmt.Errorf("%w: measurement %q: the first column must be a non-null nanosecond %q timestamp", ErrSchemaMismatch, name, measurementTimeCol)
+	}
+	g := parquet.Group{measurementTimeCol: parquet.Timestamp(parquet.Nanosecond)}
+	for _, f := range s.Fields()[1:] {
+		var n parquet.Node
+		switch f.Type.ID() {
+		case arrow.INT64:
+			n = parquet.Int(64)
+		case arrow.FLOAT64:
+			n = parquet.Leaf(parquet.DoubleType)
+		case arrow.STRING:
+			n = parquet.String()
+		case arrow.BOOL:
+			n = parquet.Leaf(parquet.BooleanType)
+		default:
+			return nil, fmt.Errorf("%w: measurement %q column %q: type %s (want int64, float64, string or bool)", ErrSchemaMismatch, name, f.Name, f.Type)
+		}
+		if _, dup := g[f.Name]; dup {
+			return nil, fmt.Errorf("%w: measurement %q: column %q twice", ErrSchemaMismatch, name, f.Name)
+		}
+		g[f.Name] = parquet.Optional(n)
+	}
+	return parquet.NewSchema(name, g), nil
+}
+
+func isUTCNanos(dt arrow.DataType) bool {
+	ts, ok := dt.(*arrow.TimestampType)
+	return ok && ts.Unit == arrow.Nanosecond && (ts.TimeZone == "UTC" || ts.TimeZone == "")
+}
+

@@ -1,0 +1,147 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage/storagetest"
+)
+
+var utcNanos = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+
+// cpuBatch builds a measurement batch: time, host and value, plus a core
+// column when withCore is set (a second schema of the same measurement).
+func cpuBatch(t *testing.T, rows int, withCore bool) (*Table, arrow.RecordBatch, []byte) {
+	t.Helper()
+	fields := []arrow.Field{{Name: "time", Type: utcNanos}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}
+	if withCore {
+		fields = append(fields, arrow.Field{Name: "core", Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+	}
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
+	defer b.Release()
+	now := time.Now().UnixNano()
+	for i := range rows {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(now + int64(i)))
+		b.Field(1).(*array.StringBuilder).Append("host-" + string(rune('a'+i%3)))
+		if i%4 == 3 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Float64Builder).Append(float64(i) / 2)
+		}
+		if withCore {
+			b.Field(3).(*array.Int64Builder).Append(int64(i % 8))
+		}
+	}
+	rec := b.NewRecordBatch()
+	tbl, err := MeasurementTable("cpu", rec.Schema())
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(rec))
+	return tbl, rec, storagetest.IPC(t, rec)
+}
+
+// parquetFiles returns the row count and column names of each file under
+// a table's folder.
+func parquetFiles(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return out
+	}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, parquetExt) {
+			return err
+		}
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		info, _ := f.Stat()
+		pf, err := parquet.OpenFile(f, info.Size())
+		require.NoError(t, err)
+		var cols []string
+		for _, c := range pf.Schema().Columns() {
+			cols = append(cols, c[0])
+		}
+		sort.Strings(cols)
+		out[strings.Join(cols, ",")] += pf.NumRows()
+		return nil
+	}))
+	return out
+}
+
+func TestMeasurementTablesKeepEverySchemaAndRepeatedContent(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	narrow, rec1, ipc1 := cpuBatch(t, 10, false)
+	defer rec1.Release()
+	wide, rec2, ipc2 := cpuBatch(t, 7, true)
+	defer rec2.Release()
+	assert.NotEqual(t, narrow.variant, wide.variant)
+
+	ctx := context.Background()
+	require.NoError(t, s.AppendAll(ctx, []Batch{{ID: NoDedup, Database: "default", Table: narrow, IPC: ipc1, Rec: rec1},
+		{ID: NoDedup, Database: "default", Table: wide, IPC: ipc2, Rec: rec2}}))
+	// The same content again is a new write, not a retry.
+	require.NoError(t, s.Append(ctx, NoDedup, "default", narrow, ipc1, rec1))
+
+	// Durable before any flush: a crash and a replay keep all of it.
+	s.crash()
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+
+	got := parquetFiles(t, filepath.Join(dir, "default", "cpu"))
+	assert.Equal(t, map[string]int64{"host,time,value": 20, "core,host,time,value": 7}, got)
+}
+
+func TestAppendAllIsOneCommit(t *testing.T) {
+	dir := t.TempDir()
+	faults := &walFaults{}
+	s := openStore(t, dir, faults)
+	narrow, rec1, ipc1 := cpuBatch(t, 5, false)
+	defer rec1.Release()
+	wide, rec2, ipc2 := cpuBatch(t, 5, true)
+	defer rec2.Release()
+	faults.failSync.Store(true)
+	err := s.AppendAll(context.Background(), []Batch{{ID: NoDedup, Database: "default", Table: narrow, IPC: ipc1, Rec: rec1},
+		{ID: NoDedup, Database: "default", Table: wide, IPC: ipc2, Rec: rec2}})
+	require.ErrorIs(t, err, errInjected)
+	require.NoError(t, s.Close())
+	assert.Empty(t, parquetFiles(t, filepath.Join(dir, "default", "cpu")), "neither batch of the failed commit is stored")
+}
+
+func TestMeasurementTableRejects(t *testing.T) {
+	good := []arrow.Field{{Name: "time", Type: utcNanos}}
+	tests := []struct {
+		name    string
+		table   string
+		fields  []arrow.Field
+		wantErr error
+		msg     string
+	}{
+		{"an OTLP table's name", "traces", good, ErrBadName, "name of an OTLP table"},
+		{"path traversal", "../etc", good, ErrBadName, `"../etc"`},
+		{"system folder", "_arcstore", good, ErrBadName, "_arcstore"},
+		{"time not first", "cpu", []arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, good[0]}, ErrSchemaMismatch, "first column"},
+		{"nullable time", "cpu", []arrow.Field{{Name: "time", Type: utcNanos, Nullable: true}}, ErrSchemaMismatch, "non-null"},
+		{"unsupported type", "cpu", append(good, arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), ErrSchemaMismatch, `column "v": type int32`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := MeasurementTable(tt.table, arrow.NewSchema(tt.fields, nil))
+			require.ErrorIs(t, err, tt.wantErr)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
