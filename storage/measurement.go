@@ -118,4 +118,3 @@ func isUTCNanos(dt arrow.DataType) bool {
 	ts, ok := dt.(*arrow.TimestampType)
 	return ok && ts.Unit == arrow.Nanosecond && (ts.TimeZone == "UTC" || ts.TimeZone == "")
 }
-
