@@ -40,6 +40,8 @@ type config struct {
 	tokenFile      string
 	tlsCert        string
 	tlsKey         string
+	maxBody        int64
+	maxDecoded     int64
 }
 
 // tokenEnv holds comma-separated bearer tokens, for deployments that pass
@@ -62,6 +64,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
+	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
+	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -157,7 +161,12 @@ func run(c config, log *slog.Logger) error {
 	}
 	gs := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem})
-	hs := &http.Server{Handler: receiver.NewHTTPHandler(store), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", receiver.NewHTTPHandler(store))
+	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
+		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded,
+	}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLis) }()

@@ -1,0 +1,213 @@
+package receiver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// The Arc-compatible write API.
+const (
+	PathWriteMsgpack = "/api/v1/write/msgpack"
+	// HeaderDatabase names the database a write goes to; "default" without it.
+	HeaderDatabase  = "x-arc-database"
+	defaultDatabase = "default"
+)
+
+// Default request limits of the MessagePack API.
+const (
+	DefaultMaxBodyBytes    = 32 << 20
+	DefaultMaxDecodedBytes = 128 << 20
+)
+
+// MsgpackHandler takes Arc MessagePack columnar writes: it decodes and
+// checks the whole request, then stores every measurement of it in one WAL
+// commit, and answers 204 only once that commit is durable.
+type MsgpackHandler struct {
+	Store *storage.Store
+	Log   *slog.Logger
+	Mem   memory.Allocator
+	// MaxBodyBytes bounds the request body as sent, MaxDecodedBytes the
+	// body after decompression (a small gzip body can inflate a
+	// thousandfold); past either the answer is 413.
+	MaxBodyBytes    int64
+	MaxDecodedBytes int64
+}
+
+// httpError is an answer other than 204.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func fail(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+func (h *MsgpackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.write(r); err != nil {
+		var he *httpError
+		if !errors.As(err, &he) {
+			he = fail(http.StatusInternalServerError, "%v", err)
+		}
+		h.Log.Warn("msgpack write rejected", "status", he.status, "error", he.msg, "remote", r.RemoteAddr)
+		switch he.status {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			w.Header().Set("Retry-After", "1")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(he.status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": he.msg})
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *MsgpackHandler) write(r *http.Request) error {
+	database := r.Header.Get(HeaderDatabase)
+	if database == "" {
+		database = defaultDatabase
+	}
+	if err := storage.CheckName("database", database); err != nil {
+		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
+	}
+	body, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	ms, err := arcmsgpack.Decode(body)
+	if err != nil {
+		return fail(http.StatusBadRequest, "%v", err)
+	}
+	batches := make([]storage.Batch, 0, len(ms))
+	defer func() {
+		for _, b := range batches {
+			b.Rec.Release()
+		}
+	}()
+	// Everything is checked before anything is stored: a bad measurement
+	// anywhere in the request rejects all of it.
+	for _, m := range ms {
+		b, err := h.batch(database, &m)
+		if err != nil {
+			return err
+		}
+		batches = append(batches, b)
+	}
+	if err := h.Store.AppendAll(r.Context(), batches); err != nil {
+		return storeError(err)
+	}
+	return nil
+}
+
+func (h *MsgpackHandler) batch(database string, m *arcmsgpack.Measurement) (storage.Batch, error) {
+	rec := m.Record(h.Mem)
+	t, err := storage.MeasurementTable(m.Name, rec.Schema())
+	if err == nil {
+		err = t.Check(rec)
+	}
+	if err != nil {
+		rec.Release()
+		return storage.Batch{}, fail(http.StatusBadRequest, "measurement %q: %v", m.Name, err)
+	}
+	payload, err := ipcStream(rec)
+	if err != nil {
+		rec.Release()
+		return storage.Batch{}, err
+	}
+	// Arc writes have no retry identity: equal payloads are new rows.
+	return storage.Batch{ID: storage.NoDedup, Database: database, Table: t, IPC: payload, Rec: rec}, nil
+}
+
+func ipcStream(rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		return nil, fmt.Errorf("encode batch: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("encode batch: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, storage.ErrBackpressure):
+		return fail(http.StatusTooManyRequests, "not stored: %v", err)
+	case errors.Is(err, storage.ErrClosed):
+		return fail(http.StatusServiceUnavailable, "not stored: %v", err)
+	}
+	return fail(http.StatusServiceUnavailable, "not stored, retry: %v", err)
+}
+
+// Magic numbers of the compressed bodies the API accepts.
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// readBody reads the body within MaxBodyBytes and decompresses gzip or
+// zstd, told apart by their magic numbers, within MaxDecodedBytes.
+func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
+	maxBody, maxDecoded := h.MaxBodyBytes, h.MaxDecodedBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	if maxDecoded <= 0 {
+		maxDecoded = DefaultMaxDecodedBytes
+	}
+	if r.ContentLength > maxBody {
+		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, maxBody)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "read body: %v", err)
+	}
+	if int64(len(body)) > maxBody {
+		return nil, fail(http.StatusRequestEntityTooLarge, "body is over the limit of %d bytes", maxBody)
+	}
+	var zr io.Reader
+	var kind string
+	switch {
+	case bytes.HasPrefix(body, gzipMagic):
+		gz, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fail(http.StatusBadRequest, "gzip body: %v", err)
+		}
+		zr, kind = gz, "gzip"
+	case bytes.HasPrefix(body, zstdMagic):
+		zd, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(maxDecoded)), zstd.WithDecoderMaxWindow(8<<20))
+		if err != nil {
+			return nil, fail(http.StatusBadRequest, "zstd body: %v", err)
+		}
+		defer zd.Close()
+		zr, kind = zd, "zstd"
+	default:
+		return body, nil
+	}
+	decoded, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "%s body: %v", kind, err)
+	}
+	if int64(len(decoded)) > maxDecoded {
+		return nil, fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", kind, maxDecoded)
+	}
+	return decoded, nil
+}

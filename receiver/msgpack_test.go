@@ -1,0 +1,197 @@
+package receiver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+type msgpackFixture struct {
+	dir   string
+	store *storage.Store
+	srv   *httptest.Server
+}
+
+func newMsgpackFixture(t *testing.T, tokens *Tokens, maxBody, maxDecoded int64) *msgpackFixture {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
+	require.NoError(t, err)
+	h := &MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator, MaxBodyBytes: maxBody, MaxDecodedBytes: maxDecoded}
+	mux := http.NewServeMux()
+	mux.Handle("POST "+PathWriteMsgpack, tokens.RequireHTTP(h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &msgpackFixture{dir: dir, store: store, srv: srv}
+}
+
+// rows closes the store (flushing everything) and counts the Parquet rows
+// per database/measurement.
+func (f *msgpackFixture) rows(t *testing.T) map[string]int64 {
+	t.Helper()
+	require.NoError(t, f.store.Close())
+	out := map[string]int64{}
+	_ = filepath.WalkDir(f.dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+			return err
+		}
+		rel, _ := filepath.Rel(f.dir, path)
+		parts := strings.Split(rel, string(filepath.Separator))
+		file, err := os.Open(path)
+		require.NoError(t, err)
+		defer file.Close()
+		info, _ := file.Stat()
+		pf, err := parquet.OpenFile(file, info.Size())
+		require.NoError(t, err)
+		out[parts[0]+"/"+parts[1]] += pf.NumRows()
+		return nil
+	})
+	return out
+}
+
+func (f *msgpackFixture) post(t *testing.T, body []byte, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+PathWriteMsgpack, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/msgpack")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var msg struct{ Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+	return resp.StatusCode, msg.Error
+}
+
+func payload(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	_, err := zw.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+func zstded(t *testing.T, b []byte) []byte {
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	defer enc.Close()
+	return enc.EncodeAll(b, nil)
+}
+
+func cpu(rows int) map[string]any {
+	now := time.Now().UnixMilli()
+	times, hosts, vals := make([]int64, rows), make([]string, rows), make([]float64, rows)
+	for i := range rows {
+		times[i], hosts[i], vals[i] = now+int64(i), "node-1", float64(i)
+	}
+	return map[string]any{"m": "cpu", "columns": map[string]any{"time": times, "host": hosts, "value": vals}}
+}
+
+func TestMsgpackWriteStoresDurably(t *testing.T) {
+	f := newMsgpackFixture(t, nil, 0, 0)
+	raw := payload(t, cpu(100))
+	for _, tt := range []struct {
+		name string
+		body []byte
+	}{{"plain", raw}, {"gzip", gzipped(t, raw)}, {"zstd", zstded(t, raw)}} {
+		code, msg := f.post(t, tt.body, nil)
+		require.Equal(t, http.StatusNoContent, code, "%s: %s", tt.name, msg)
+	}
+	batch := payload(t, map[string]any{"batch": []any{cpu(10), map[string]any{"m": "mem", "columns": map[string]any{"time": []int64{time.Now().Unix()}, "used": []int64{5}}}}})
+	code, msg := f.post(t, batch, map[string]string{HeaderDatabase: "prod"})
+	require.Equal(t, http.StatusNoContent, code, msg)
+
+	assert.Equal(t, map[string]int64{"default/cpu": 300, "prod/cpu": 10, "prod/mem": 1}, f.rows(t),
+		"the same payload three times is three writes")
+}
+
+func TestMsgpackWriteRejects(t *testing.T) {
+	f := newMsgpackFixture(t, nil, 4096, 64<<10)
+	bomb := gzipped(t, bytes.Repeat([]byte{0}, 1<<20))
+	tests := []struct {
+		name   string
+		body   []byte
+		header map[string]string
+		status int
+		msg    string
+	}{
+		{"garbage", []byte("not msgpack at all"), nil, http.StatusBadRequest, "body must be a map"},
+		{"truncated", payload(t, cpu(10))[:50], nil, http.StatusBadRequest, "truncated"},
+		{"mismatched column lengths", payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{1700000000000, 1700000000001}, "v": []int{1}}}),
+			nil, http.StatusBadRequest, `column "v" has 1 values`},
+		{"mixed types", payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{1700000000000, 1700000000001}, "v": []any{1, true}}}),
+			nil, http.StatusBadRequest, `column "v" row 1`},
+		{"path traversal in the measurement", payload(t, map[string]any{"m": "../../etc", "columns": map[string]any{"time": []int64{1700000000000}}}),
+			nil, http.StatusBadRequest, `measurement "../../etc"`},
+		{"an OTLP table's name", payload(t, map[string]any{"m": "traces", "columns": map[string]any{"time": []int64{1700000000000}}}),
+			nil, http.StatusBadRequest, "name of an OTLP table"},
+		{"absolute database", payload(t, cpu(1)), map[string]string{HeaderDatabase: "/tmp"}, http.StatusBadRequest, "x-arc-database header"},
+		{"time in the far future", payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{4102444800000000000}}}),
+			nil, http.StatusBadRequest, "time outside the accepted range"},
+		{"oversized body", payload(t, cpu(1000)), nil, http.StatusRequestEntityTooLarge, "over the limit"},
+		{"decompression bomb", bomb, nil, http.StatusRequestEntityTooLarge, "decompresses to more than"},
+		{"corrupt gzip", append([]byte{0x1f, 0x8b}, bytes.Repeat([]byte{1}, 40)...), nil, http.StatusBadRequest, "gzip body"},
+		// One bad measurement rejects the request, good ones included.
+		{"bad measurement among good ones", payload(t, []any{cpu(5), map[string]any{"m": "bad/name", "columns": map[string]any{"time": []int64{1700000000000}}}}),
+			nil, http.StatusBadRequest, `measurement "bad/name"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, msg := f.post(t, tt.body, tt.header)
+			assert.Equal(t, tt.status, status)
+			assert.Contains(t, msg, tt.msg)
+		})
+	}
+	assert.Empty(t, f.rows(t), "nothing of a rejected request is stored")
+}
+
+func TestMsgpackWriteNeedsToken(t *testing.T) {
+	tokens, err := LoadTokens("", "s3cret")
+	require.NoError(t, err)
+	f := newMsgpackFixture(t, tokens, 0, 0)
+	status, _ := f.post(t, payload(t, cpu(3)), nil)
+	assert.Equal(t, http.StatusUnauthorized, status)
+	status, msg := f.post(t, payload(t, cpu(3)), map[string]string{"Authorization": "Bearer s3cret"})
+	assert.Equal(t, http.StatusNoContent, status, msg)
+	assert.Equal(t, map[string]int64{"default/cpu": 3}, f.rows(t))
+}
+
+func TestMsgpackBackpressureIsRetryable(t *testing.T) {
+	dir := t.TempDir()
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 1})
+	require.NoError(t, err)
+	defer store.Close()
+	srv := httptest.NewServer(&MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/msgpack", bytes.NewReader(payload(t, cpu(10))))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+}
