@@ -19,7 +19,8 @@ DATA_DIR    ?= ./data
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
 
 .PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean \
-	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep
+	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
+	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed
 
 all: build
 
@@ -106,6 +107,11 @@ LOADTEST_DURATION ?= 60s
 LOADTEST_FLAGS ?=
 loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed: loadtest-%: tools build
 	bin/arcload -scenario $* -duration $(LOADTEST_DURATION) $(LOADTEST_FLAGS)
+
+# Arc MessagePack columnar batches straight to the sidecar's write API;
+# LOADTEST_FLAGS='-target http://arc:8000' points the same run at Arc.
+loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed: loadtest-arc-%: tools build
+	bin/arcload -scenario arc-$* -duration $(LOADTEST_DURATION) $(LOADTEST_FLAGS)
 
 # The ceiling at full speed for 30 s, then our stack with the rate raised
 # step by step until achievement < 95 %, durable-ack p99 > 50 ms or errors.

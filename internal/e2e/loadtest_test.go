@@ -23,6 +23,8 @@ func TestLoadHarness(t *testing.T) {
 	}{
 		{name: "mixed with the otlp driver and the ceiling", args: []string{"-scenario", "mixed", "-workers", "3", "-rate", "30000"},
 			ceiling: true, tables: []string{"traces", "logs", "metrics"}},
+		{name: "Arc MessagePack to the sidecar", args: []string{"-scenario", "arc-mixed", "-workers", "4", "-rate", "40000"},
+			tables: []string{"system_metrics", "application_logs", "distributed_traces", "system_events"}},
 		{name: "traces with telemetrygen", args: []string{"-scenario", "traces", "-driver", "telemetrygen", "-workers", "2", "-rate", "5000", "-ceiling=false"},
 			tables: []string{"traces"}},
 	}

@@ -47,14 +47,15 @@ func main() {
 func parseFlags(args []string) (run.Config, error) {
 	var c run.Config
 	fs := flag.NewFlagSet("arcload", flag.ContinueOnError)
-	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics or mixed")
-	fs.StringVar(&c.Driver, "driver", run.DriverOTLP, "otlp (pre-generated requests, this process) or telemetrygen")
+	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics, mixed (OTLP through the collector) or arc-metrics, arc-logs, arc-traces, arc-events, arc-mixed (Arc MessagePack to the sidecar)")
+	fs.StringVar(&c.Driver, "driver", run.DriverOTLP, "otlp (pre-generated requests, this process) or telemetrygen; arc-* scenarios always use the arc driver")
 	fs.Float64Var(&c.Rate, "rate", 0, "target items per second over all signals; 0 sends as fast as answered")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "how long to send")
 	fs.IntVar(&c.Workers, "workers", 4, "concurrent senders (shared evenly by the scenario's signals)")
-	fs.IntVar(&c.Batch, "batch", 1000, "items per OTLP request")
+	fs.IntVar(&c.Batch, "batch", 1000, "items per request (OTLP export or Arc payload)")
 	fs.BoolVar(&c.Ceiling, "ceiling", true, "first run the same load against otelcol-arc with the nop exporter")
-	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector; empty starts a fresh stack")
+	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector, or for arc-* the base URL of an Arc-compatible server (Arc itself, for a side-by-side number); empty starts a fresh stack")
+	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
 	fs.StringVar(&c.CollectorMetrics, "collector-metrics", "", "with -target: the collector's Prometheus endpoint")
 	fs.StringVar(&c.SidecarMetrics, "sidecar-metrics", "", "with -target: the sidecar's /metrics URL")
 	fs.StringVar(&c.DataDir, "data-dir", "", "with -target: the sidecar's data directory, for the loss check")
@@ -80,6 +81,16 @@ func parseFlags(args []string) (run.Config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if run.IsArc(c.Scenario) {
+		if !set["driver"] {
+			c.Driver = run.DriverArc
+		}
+		if !set["ceiling"] {
+			c.Ceiling = false
+		}
+	}
 	if *sidecarArgs != "" {
 		c.SidecarArgs = strings.Fields(*sidecarArgs)
 	}
@@ -98,7 +109,7 @@ func summary(rep *report.Report) string {
 		if ph == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%-24s %10.0f items/s  acked %d  errors %d  OTLP p99 %.1f ms", ph.Name, ph.Rate, ph.Items(), ph.Errors, ph.Latency.P99)
+		fmt.Fprintf(&b, "%-24s %10.0f items/s  acked %d  errors %d  request p99 %.1f ms", ph.Name, ph.Rate, ph.Items(), ph.Errors, ph.Latency.P99)
 		if ph.Export == "arc" {
 			fmt.Fprintf(&b, "  durable-ack p50 %.1f p99 %.1f ms", ph.AckLatency.P50, ph.AckLatency.P99)
 		}

@@ -211,8 +211,8 @@ func arcColumns(s Signal, n int, now time.Time, r *rand.Rand) (map[string]any, e
 	case ArcEvents:
 		return map[string]any{"time": ms, "event_type": strs(func() string { return pick(r, eventTypes) }),
 			"event_category": strs(func() string { return []string{"infrastructure", "business", "security"}[r.IntN(3)] }),
-			"severity": strs(func() string { return []string{"info", "warning", "critical"}[r.IntN(3)] }),
-			"source": strs(func() string { return pick(r, services) }), "message": strs(func() string { return "event " + hexID(r) }),
+			"severity":       strs(func() string { return []string{"info", "warning", "critical"}[r.IntN(3)] }),
+			"source":         strs(func() string { return pick(r, services) }), "message": strs(func() string { return "event " + hexID(r) }),
 			"duration_ms": ints(func() int64 { return int64(r.IntN(60_000)) })}, nil
 	}
 	return nil, errors.New("unknown Arc measurement " + string(s))

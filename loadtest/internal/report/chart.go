@@ -67,7 +67,7 @@ func (r *Report) Chart(path string) error {
 			err = add(rates, "target", s, func(s Sample) float64 { return s.Target }, true)
 		}
 		if err == nil {
-			err = add(lat, ph.Name+" OTLP p99", s, func(s Sample) float64 { return float64(s.Latency.P99) }, false)
+			err = add(lat, ph.Name+" request p99", s, func(s Sample) float64 { return float64(s.Latency.P99) }, false)
 		}
 		if err == nil && ph.Export == "arc" {
 			err = add(lat, ph.Name+" durable-ack p99", s, func(s Sample) float64 { return float64(s.AckLatency.P99) }, false)

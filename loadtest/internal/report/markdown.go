@@ -86,7 +86,7 @@ func (r *Report) summary(b *strings.Builder, phases []*Phase) {
 	row("items acknowledged", func(ph *Phase) string { return count(ph.Items()) })
 	row("errors / rejected", func(ph *Phase) string { return fmt.Sprintf("%d / %d", ph.Errors, ph.Rejected) })
 	row("send / drain / flush (s)", func(ph *Phase) string { return fmt.Sprintf("%.1f / %.1f / %.1f", ph.SendS, ph.DrainS, ph.FlushS) })
-	row("OTLP latency p50 / p95 / p99 / p999 (ms)", func(ph *Phase) string { return pct4(ph.Latency) })
+	row("request latency at the sender p50 / p95 / p99 / p999 (ms)", func(ph *Phase) string { return pct4(ph.Latency) })
 	row("durable-ack latency p50 / p95 / p99 / p999 (ms)", func(ph *Phase) string {
 		if ph.Export != "arc" {
 			return "n/a"
@@ -136,7 +136,7 @@ func lossTable(b *strings.Builder, ph *Phase) {
 }
 
 func sweepTable(b *strings.Builder, s *Sweep) {
-	b.WriteString("## Sweep\n\n| target/s | rate/s | durable/s | achievement | errors | OTLP p99 ms | ack p50 ms | ack p99 ms | fsync p99 ms | CPU (cores) | queue fill | verdict |\n")
+	b.WriteString("## Sweep\n\n| target/s | rate/s | durable/s | achievement | errors | request p99 ms | ack p50 ms | ack p99 ms | fsync p99 ms | CPU (cores) | queue fill | verdict |\n")
 	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |\n")
 	for _, st := range s.Steps {
 		verdict := "pass"

@@ -75,7 +75,7 @@ type Sample struct {
 	Durable float64 `json:"durable_per_s"`
 	Total   int64   `json:"total"`
 	Errors  int64   `json:"errors"`
-	// Latency of OTLP requests at the sender; AckLatency is the sidecar's
+	// Latency of requests (OTLP or Arc) at the sender; AckLatency is the sidecar's
 	// durable-ack latency (arrival of a batch to its ack).
 	Latency    Percentiles `json:"latency"`
 	AckLatency Percentiles `json:"ack_latency"`

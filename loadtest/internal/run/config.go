@@ -6,6 +6,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,12 +19,23 @@ var Scenarios = map[string][]driver.Signal{
 	"logs":    {driver.Logs},
 	"metrics": {driver.Metrics},
 	"mixed":   {driver.Traces, driver.Logs, driver.Metrics},
+	// Arc MessagePack batches straight to the sidecar's write API.
+	"arc-metrics": {driver.ArcMetrics},
+	"arc-logs":    {driver.ArcLogs},
+	"arc-traces":  {driver.ArcTraces},
+	"arc-events":  {driver.ArcEvents},
+	"arc-mixed":   {driver.ArcMetrics, driver.ArcLogs, driver.ArcTraces, driver.ArcEvents},
 }
+
+// IsArc reports whether a scenario uses the Arc write API.
+func IsArc(scenario string) bool { return strings.HasPrefix(scenario, "arc-") }
 
 // Drivers.
 const (
 	DriverOTLP         = "otlp"
 	DriverTelemetrygen = "telemetrygen"
+	// DriverArc is implied by the arc-* scenarios.
+	DriverArc = "arc"
 )
 
 // Config of a run.
@@ -36,14 +48,17 @@ type Config struct {
 	Batch    int
 	// Ceiling runs the nop-exporter collector under the same load first.
 	Ceiling bool
-	// Target, when set, is the OTLP gRPC address of a running collector:
-	// no stack is started. CollectorMetrics, SidecarMetrics and DataDir
+	// Target, when set, is the OTLP gRPC address of a running collector
+	// (for arc-* scenarios: the base URL of an Arc-compatible server): no
+	// stack is started. CollectorMetrics, SidecarMetrics and DataDir
 	// then say where to watch and count.
 	Target           string
 	CollectorMetrics string
 	SidecarMetrics   string
 	DataDir          string
 	Database         string
+	// Token is the bearer token of the Arc write API, if it needs one.
+	Token string
 
 	BinDir       string
 	Telemetrygen string
@@ -77,10 +92,16 @@ func (c Config) Signals() []driver.Signal { return Scenarios[c.Scenario] }
 func (c Config) Validate() error {
 	var errs []error
 	if _, ok := Scenarios[c.Scenario]; !ok {
-		errs = append(errs, fmt.Errorf("scenario %q: want one of traces, logs, metrics, mixed", c.Scenario))
+		errs = append(errs, fmt.Errorf("scenario %q: want one of %s", c.Scenario, scenarioNames()))
 	}
-	if c.Driver != DriverOTLP && c.Driver != DriverTelemetrygen {
+	switch {
+	case IsArc(c.Scenario) && c.Driver != DriverArc:
+		errs = append(errs, fmt.Errorf("scenario %s sends with the %s driver, not %q", c.Scenario, DriverArc, c.Driver))
+	case !IsArc(c.Scenario) && c.Driver != DriverOTLP && c.Driver != DriverTelemetrygen:
 		errs = append(errs, fmt.Errorf("driver %q: want %s or %s", c.Driver, DriverOTLP, DriverTelemetrygen))
+	}
+	if IsArc(c.Scenario) && c.Ceiling {
+		errs = append(errs, errors.New("arc-* scenarios have no nop ceiling: compare with Arc itself by pointing -target-url at it"))
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %v: must be 0 (unlimited) or positive", c.Rate))
@@ -97,7 +118,7 @@ func (c Config) Validate() error {
 	if c.Interval <= 0 {
 		errs = append(errs, fmt.Errorf("interval %v: must be positive", c.Interval))
 	}
-	if c.Target != "" && c.CollectorMetrics == "" {
+	if c.Target != "" && c.CollectorMetrics == "" && !IsArc(c.Scenario) {
 		errs = append(errs, errors.New("a running target needs -collector-metrics (its Prometheus endpoint)"))
 	}
 	if c.Target != "" && c.Ceiling {
@@ -123,9 +144,18 @@ func ParseScenarios(s string) ([]string, error) {
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
 		if _, ok := Scenarios[name]; !ok {
-			return nil, fmt.Errorf("scenario %q: want one of traces, logs, metrics, mixed", name)
+			return nil, fmt.Errorf("scenario %q: want one of %s", name, scenarioNames())
 		}
 		out = append(out, name)
 	}
 	return out, nil
+}
+
+func scenarioNames() string {
+	names := make([]string, 0, len(Scenarios))
+	for n := range Scenarios {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }

@@ -119,11 +119,18 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	if export == stack.ExportNop {
 		name = "ceiling (nop exporter)"
 	}
+	if IsArc(r.Scenario) {
+		name = "arc (sidecar write API)"
+	}
 	if r.Target != "" {
-		return &target{name: name, export: export, otlp: r.Target, collectorMetrics: r.CollectorMetrics,
+		return &target{name: name, export: export, otlp: r.Target, url: r.Target, collectorMetrics: r.CollectorMetrics,
 			sidecarMetrics: r.SidecarMetrics, dataDir: r.DataDir, procs: map[string]*stack.Proc{}}, nil
 	}
-	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: export, QueueSize: r.QueueSize, SidecarArgs: r.SidecarArgs}
+	mode := export
+	if IsArc(r.Scenario) {
+		mode = stack.SidecarOnly
+	}
+	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: mode, QueueSize: r.QueueSize, SidecarArgs: r.SidecarArgs}
 	if export == stack.ExportArc {
 		opts.CollectorPprof = r.CollectorPprof
 	}
@@ -131,9 +138,11 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: name, export: export, otlp: st.OTLP, collectorMetrics: st.CollectorMetrics,
-		sidecarMetrics: st.SidecarMetrics, dataDir: st.DataDir, stack: st,
-		procs: map[string]*stack.Proc{procCollector: st.Collector}}
+	t := &target{name: name, export: export, otlp: st.OTLP, url: st.SidecarURL, collectorMetrics: st.CollectorMetrics,
+		sidecarMetrics: st.SidecarMetrics, dataDir: st.DataDir, stack: st, procs: map[string]*stack.Proc{}}
+	if st.Collector != nil {
+		t.procs[procCollector] = st.Collector
+	}
 	if st.Sidecar != nil {
 		t.procs[procSidecar] = st.Sidecar
 	}
@@ -143,12 +152,18 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 // load is one driver run at one rate for one duration.
 type load struct {
 	otlp *driver.OTLP
+	arc  *driver.Arc
 	tg   *driver.Telemetrygen
 	rec  *driver.Recorder
 }
 
 func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
 	p := driver.Plan{Signals: r.Signals(), Rate: r.Rate, Duration: r.Duration, Workers: r.Workers, Batch: r.Batch, Endpoint: tgt.otlp}
+	if r.Driver == DriverArc {
+		rec := driver.NewRecorder()
+		p.Endpoint = tgt.url
+		return &load{arc: &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Payloads: 64}, rec: rec}, nil
+	}
 	if r.Driver == DriverOTLP {
 		rec := driver.NewRecorder()
 		return &load{otlp: driver.NewOTLP(p, rec), rec: rec}, nil
@@ -161,6 +176,10 @@ func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
 }
 
 func (l *load) run(ctx context.Context, rate float64, d time.Duration) error {
+	if l.arc != nil {
+		l.arc.Plan.Rate, l.arc.Plan.Duration = rate, d
+		return l.arc.Run(ctx)
+	}
 	if l.otlp != nil {
 		l.otlp.Plan.Rate, l.otlp.Plan.Duration = rate, d
 		return l.otlp.Run(ctx)
@@ -187,7 +206,7 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		return nil, err
 	}
 	self := ""
-	if l.otlp != nil {
+	if l.rec != nil {
 		self = procHarness
 	}
 	w, err := newWatcher(tgt, r.Signals(), l.rec, self, r.Progress)
@@ -205,7 +224,7 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		return nil, err
 	}
 	ph.SendS = time.Since(sendStart).Seconds()
-	if export == stack.ExportArc {
+	if export == stack.ExportArc && tgt.collectorMetrics != "" {
 		drainStart := time.Now()
 		if err := r.drain(w, ph); err != nil {
 			return nil, err
@@ -232,7 +251,7 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 			}
 		}
 	}
-	if l.otlp != nil {
+	if l.rec != nil {
 		u, _ := stack.SelfUsage()
 		ph.Procs[procHarness] = u
 	} else {
@@ -318,7 +337,9 @@ func (r *Runner) drain(w *watcher, ph *report.Phase) error {
 func (r *Runner) counts(l *load, w *watcher, last point, ph *report.Phase) {
 	ph.Acked, ph.Accepted = map[string]int64{}, map[string]int64{}
 	for _, s := range r.Signals() {
-		ph.Accepted[s.Table()] = int64(accepted(last.collector, s) - accepted(w.first.collector, s))
+		if last.collector != nil {
+			ph.Accepted[s.Table()] = int64(accepted(last.collector, s) - accepted(w.first.collector, s))
+		}
 	}
 	if l.rec != nil {
 		tot := l.rec.Total()
@@ -360,6 +381,7 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 	}
 	if tgt.stack == nil {
 		if l.otlp == nil {
+			// Neither telemetrygen nor the Arc driver marks its rows.
 			r.Progress("telemetrygen against a running sidecar: its rows cannot be told from earlier ones; loss check skipped")
 			return nil
 		}

@@ -51,6 +51,7 @@ func sentByArc(snap scrape.Snapshot, s driver.Signal) float64 {
 type target struct {
 	name, export     string
 	otlp             string
+	url              string // the sidecar's (or an Arc server's) HTTP base URL
 	collectorMetrics string
 	sidecarMetrics   string
 	procs            map[string]*stack.Proc
@@ -94,8 +95,10 @@ func newWatcher(tgt *target, signals []driver.Signal, rec *driver.Recorder, self
 func (w *watcher) read() (point, error) {
 	p := point{at: time.Now(), usage: map[string]stack.Usage{}}
 	var err error
-	if p.collector, err = scrape.Fetch(w.tgt.collectorMetrics); err != nil {
-		return p, err
+	if w.tgt.collectorMetrics != "" {
+		if p.collector, err = scrape.Fetch(w.tgt.collectorMetrics); err != nil {
+			return p, err
+		}
 	}
 	if w.tgt.sidecarMetrics != "" {
 		// A sidecar without /metrics (an older build) still takes load;
@@ -184,7 +187,7 @@ func (w *watcher) line(s report.Sample) string {
 	}
 	fmt.Fprintf(&b, " total %11d errors %d", s.Total, s.Errors)
 	if !math.IsNaN(float64(s.Latency.P50)) {
-		fmt.Fprintf(&b, " | OTLP ms p50 %.1f p95 %.1f p99 %.1f p999 %.1f", s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Latency.P999)
+		fmt.Fprintf(&b, " | req ms p50 %.1f p95 %.1f p99 %.1f p999 %.1f", s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Latency.P999)
 	}
 	if !math.IsNaN(float64(s.AckLatency.P50)) {
 		fmt.Fprintf(&b, " | ack ms p50 %.1f p99 %.1f", s.AckLatency.P50, s.AckLatency.P99)

@@ -20,6 +20,9 @@ const (
 const (
 	ExportArc = "arc" // through the sidecar to Parquet
 	ExportNop = "nop" // the ceiling: the same collector, data dropped
+	// SidecarOnly starts no collector: Arc-protocol clients write to the
+	// sidecar's HTTP API.
+	SidecarOnly = "sidecar"
 )
 
 // Options of a stack.
@@ -46,13 +49,15 @@ type Stack struct {
 	// CollectorMetrics and SidecarMetrics are Prometheus endpoints.
 	CollectorMetrics string
 	SidecarMetrics   string
-	DataDir          string
+	// SidecarURL is the sidecar's HTTP base URL.
+	SidecarURL string
+	DataDir    string
 }
 
 // Start launches the stack and waits until it is ready.
 func Start(o Options) (*Stack, error) {
-	if o.Export != ExportArc && o.Export != ExportNop {
-		return nil, fmt.Errorf("export %q: want %s or %s", o.Export, ExportArc, ExportNop)
+	if o.Export != ExportArc && o.Export != ExportNop && o.Export != SidecarOnly {
+		return nil, fmt.Errorf("export %q: want %s, %s or %s", o.Export, ExportArc, ExportNop, SidecarOnly)
 	}
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create work dir: %w", err)
@@ -63,7 +68,7 @@ func Start(o Options) (*Stack, error) {
 	}
 	s := &Stack{OTLP: addr(ports[0])}
 	var sidecarGRPC string
-	if o.Export == ExportArc {
+	if o.Export != ExportNop {
 		s.DataDir = filepath.Join(o.WorkDir, "data")
 		sidecarGRPC = addr(ports[1])
 		sidecarHTTP := addr(ports[2])
@@ -71,11 +76,16 @@ func Start(o Options) (*Stack, error) {
 		if s.Sidecar, err = StartProc(o.WorkDir, SidecarBin, filepath.Join(o.BinDir, SidecarBin), args...); err != nil {
 			return nil, err
 		}
-		s.SidecarMetrics = "http://" + sidecarHTTP + "/metrics"
+		s.SidecarURL = "http://" + sidecarHTTP
+		s.SidecarMetrics = s.SidecarURL + "/metrics"
 		if err := s.Sidecar.WaitHTTP("http://"+sidecarHTTP+"/ready", 30*time.Second); err != nil {
 			s.Stop()
 			return nil, err
 		}
+	}
+	if o.Export == SidecarOnly {
+		s.OTLP = ""
+		return s, nil
 	}
 	cfg := collectorConfig(o, s.OTLP, addr(ports[3]), sidecarGRPC, addr(ports[4]), ports[5])
 	cfgPath := filepath.Join(o.WorkDir, "otelcol-"+o.Export+".yaml")
@@ -106,14 +116,6 @@ func (s *Stack) Stop() error {
 		errs = append(errs, s.Sidecar.Stop(2*time.Minute))
 	}
 	return errors.Join(errs...)
-}
-
-// Procs are the stack's processes, collector first.
-func (s *Stack) Procs() []*Proc {
-	if s.Sidecar == nil {
-		return []*Proc{s.Collector}
-	}
-	return []*Proc{s.Collector, s.Sidecar}
 }
 
 func collectorConfig(o Options, otlpGRPC, otlpHTTP, sidecar, health string, metricsPort int) string {
