@@ -20,7 +20,8 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 
 .PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean \
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
-	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed
+	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
+	loadtest-campaign
 
 all: build
 
@@ -112,6 +113,10 @@ loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed: loadtest-%: tools
 # LOADTEST_FLAGS='-target http://arc:8000' points the same run at Arc.
 loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed: loadtest-arc-%: tools build
 	bin/arcload -scenario arc-$* -duration $(LOADTEST_DURATION) $(LOADTEST_FLAGS)
+
+# The demo story of docs/QUERIES.md, through the collector, once.
+loadtest-campaign: tools build
+	bin/arcload -scenario campaign $(LOADTEST_FLAGS)
 
 # The ceiling at full speed for 30 s, then our stack with the rate raised
 # step by step until achievement < 95 %, durable-ack p99 > 50 ms or errors.

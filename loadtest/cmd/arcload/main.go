@@ -47,7 +47,7 @@ func main() {
 func parseFlags(args []string) (run.Config, error) {
 	var c run.Config
 	fs := flag.NewFlagSet("arcload", flag.ContinueOnError)
-	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics, mixed (OTLP through the collector) or arc-metrics, arc-logs, arc-traces, arc-events, arc-mixed (Arc MessagePack to the sidecar)")
+	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics, mixed (OTLP through the collector) or arc-metrics, arc-logs, arc-traces, arc-events, arc-mixed (Arc MessagePack to the sidecar), or campaign (the demo story of docs/QUERIES.md)")
 	fs.StringVar(&c.Driver, "driver", run.DriverOTLP, "otlp (pre-generated requests, this process) or telemetrygen; arc-* scenarios always use the arc driver")
 	fs.Float64Var(&c.Rate, "rate", 0, "target items per second over all signals; 0 sends as fast as answered")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "how long to send")
@@ -83,9 +83,12 @@ func parseFlags(args []string) (run.Config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if run.IsArc(c.Scenario) {
+	if run.IsArc(c.Scenario) || c.Scenario == run.ScenarioCampaign {
 		if !set["driver"] {
 			c.Driver = run.DriverArc
+			if c.Scenario == run.ScenarioCampaign {
+				c.Driver = run.DriverCampaign
+			}
 		}
 		if !set["ceiling"] {
 			c.Ceiling = false

@@ -25,7 +25,12 @@ var Scenarios = map[string][]driver.Signal{
 	"arc-traces":  {driver.ArcTraces},
 	"arc-events":  {driver.ArcEvents},
 	"arc-mixed":   {driver.ArcMetrics, driver.ArcLogs, driver.ArcTraces, driver.ArcEvents},
+	// The demo story of docs/QUERIES.md, sent once through the collector.
+	ScenarioCampaign: {driver.Traces, driver.Logs, driver.Events, driver.Metrics},
 }
+
+// ScenarioCampaign sends the 90-minute campaign story instead of a load.
+const ScenarioCampaign = "campaign"
 
 // IsArc reports whether a scenario uses the Arc write API.
 func IsArc(scenario string) bool { return strings.HasPrefix(scenario, "arc-") }
@@ -34,8 +39,10 @@ func IsArc(scenario string) bool { return strings.HasPrefix(scenario, "arc-") }
 const (
 	DriverOTLP         = "otlp"
 	DriverTelemetrygen = "telemetrygen"
-	// DriverArc is implied by the arc-* scenarios.
-	DriverArc = "arc"
+	// DriverArc is implied by the arc-* scenarios, DriverCampaign by the
+	// campaign scenario.
+	DriverArc      = "arc"
+	DriverCampaign = "campaign"
 )
 
 // Config of a run.
@@ -97,7 +104,9 @@ func (c Config) Validate() error {
 	switch {
 	case IsArc(c.Scenario) && c.Driver != DriverArc:
 		errs = append(errs, fmt.Errorf("scenario %s sends with the %s driver, not %q", c.Scenario, DriverArc, c.Driver))
-	case !IsArc(c.Scenario) && c.Driver != DriverOTLP && c.Driver != DriverTelemetrygen:
+	case c.Scenario == ScenarioCampaign && c.Driver != DriverCampaign:
+		errs = append(errs, fmt.Errorf("scenario %s sends with the %s driver, not %q", c.Scenario, DriverCampaign, c.Driver))
+	case !IsArc(c.Scenario) && c.Scenario != ScenarioCampaign && c.Driver != DriverOTLP && c.Driver != DriverTelemetrygen:
 		errs = append(errs, fmt.Errorf("driver %q: want %s or %s", c.Driver, DriverOTLP, DriverTelemetrygen))
 	}
 	if IsArc(c.Scenario) && c.Ceiling {

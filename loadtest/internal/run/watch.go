@@ -29,7 +29,7 @@ func itemName(s driver.Signal) string {
 	switch s {
 	case driver.Traces:
 		return "spans"
-	case driver.Logs:
+	case driver.Logs, driver.Events:
 		return "log_records"
 	}
 	return "metric_points"

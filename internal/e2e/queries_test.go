@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cookbookQuery matches a DuckDB query block of docs/QUERIES.md.
+var cookbookQuery = regexp.MustCompile("(?s)```sql\n-- name: (\\S+)\n(.*?)```")
+
+type rows []map[string]any
+
+// storyTimes are the story's turning points, read back from its events.
+type storyTimes struct{ started, alert, resolved, ended time.Time }
+
+func parseTime(t *testing.T, v any) time.Time {
+	t.Helper()
+	s, ok := v.(string)
+	require.True(t, ok, "time %v", v)
+	for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05-07"} {
+		if ts, err := time.Parse(layout, s); err == nil {
+			return ts
+		}
+	}
+	t.Fatalf("cannot parse time %q", s)
+	return time.Time{}
+}
+
+func (s storyTimes) inAlert(t *testing.T, v any) bool {
+	ts := parseTime(t, v)
+	return !ts.Before(s.alert) && ts.Before(s.resolved)
+}
+
+// TestQueryCookbook sends the campaign story through the real binaries and
+// runs every DuckDB query of docs/QUERIES.md on the Parquet files, checking
+// each answer against what the story implies.
+func TestQueryCookbook(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "QUERIES.md"))
+	require.NoError(t, err)
+	queries := map[string]string{}
+	var names []string
+	for _, m := range cookbookQuery.FindAllStringSubmatch(string(doc), -1) {
+		queries[m[1]] = m[2]
+		names = append(names, m[1])
+	}
+	require.Contains(t, queries, "views")
+
+	out := t.TempDir()
+	logs, err := exec.Command(tool(t, "ARCLOAD_BIN", "arcload"), "-scenario", "campaign", "-out", out,
+		"-bin-dir", filepath.Join(repoRoot, "bin"), "-duckdb", tool(t, "DUCKDB_BIN", "duckdb")).CombinedOutput()
+	require.NoError(t, err, "arcload: %s", logs)
+	dir := filepath.Join(out, "arc") // holds data/, as the doc's paths expect
+
+	run := func(name string) rows {
+		t.Helper()
+		cmd := exec.Command(tool(t, "DUCKDB_BIN", "duckdb"), "-json", "-c", queries["views"]+queries[name])
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		res, err := cmd.Output()
+		require.NoError(t, err, "%s: %s", name, stderr.String())
+		var r rows
+		require.NoError(t, json.Unmarshal(res, &r), "%s: %s", name, res)
+		return r
+	}
+
+	timeline := run("events-timeline")
+	var story storyTimes
+	var events []any
+	for _, r := range timeline {
+		events = append(events, r["event_type"])
+		at := parseTime(t, r["time"])
+		switch r["event_type"] {
+		case "marketing_campaign_started":
+			story.started = at
+		case "alert_triggered":
+			story.alert = at
+		case "alert_resolved":
+			story.resolved = at
+		case "marketing_campaign_ended":
+			story.ended = at
+		}
+	}
+	checks := map[string]func(t *testing.T, r rows){
+		"events-timeline": func(t *testing.T, r rows) {
+			assert.Equal(t, []any{"marketing_campaign_started", "autoscale_triggered", "alert_triggered", "alert_resolved", "marketing_campaign_ended"}, events)
+			assert.Equal(t, "business", r[0]["category"])
+		},
+		"trace-by-id": func(t *testing.T, r rows) {
+			require.Len(t, r, 4, "a failed checkout never reaches payment")
+			assert.Equal(t, "api-gateway", r[0]["service_name"], "root first")
+			var services []any
+			for _, s := range r {
+				services = append(services, s["service_name"])
+			}
+			assert.ElementsMatch(t, []any{"api-gateway", "order-service", "order-service", "inventory-service"}, services)
+			assert.Contains(t, r[1]["span_status_message"], "connection pool exhausted")
+		},
+		"slow-traces": func(t *testing.T, r rows) {
+			require.Len(t, r, 10)
+			for _, s := range r {
+				assert.True(t, story.inAlert(t, s["time"]), "the slowest checkouts are the ones waiting for the pool: %v", s["time"])
+			}
+		},
+		"errors-by-service": func(t *testing.T, r rows) {
+			require.NotEmpty(t, r)
+			assert.Contains(t, []any{"order-service", "api-gateway"}, r[0]["service_name"])
+			for _, s := range r {
+				assert.True(t, story.inAlert(t, s["first"]) && story.inAlert(t, s["last"]), "errors only while the pool is exhausted: %v", s)
+			}
+		},
+		"dependency-map": func(t *testing.T, r rows) {
+			var edges []string
+			for _, e := range r {
+				edges = append(edges, fmt.Sprintf("%v -> %v", e["caller"], e["callee"]))
+			}
+			assert.ElementsMatch(t, []string{"api-gateway -> order-service", "order-service -> inventory-service", "order-service -> payment-service"}, edges)
+		},
+		"p95-by-service": func(t *testing.T, r rows) {
+			require.Len(t, r, 4)
+			assert.Contains(t, []any{"api-gateway", "order-service"}, r[0]["service_name"], "the services that wait for the database are slowest")
+		},
+		"latency-by-phase": func(t *testing.T, r rows) {
+			require.Len(t, r, 3)
+			before, during, after := r[0], r[1], r[2]
+			assert.Greater(t, during["p95_ms"], before["p95_ms"])
+			assert.Greater(t, during["p95_ms"], after["p95_ms"])
+			assert.Greater(t, during["requests"], before["requests"], "the campaign brings traffic")
+			assert.EqualValues(t, 0, before["error_pct"])
+			assert.Greater(t, during["error_pct"], 0.0)
+		},
+		"logs-for-trace": func(t *testing.T, r rows) {
+			require.NotEmpty(t, r)
+			assert.Equal(t, "ERROR", r[0]["level"])
+			assert.Contains(t, r[0]["message"], "connection pool exhausted")
+		},
+		"error-logs-in-campaign": func(t *testing.T, r rows) {
+			require.Len(t, r, 1)
+			assert.Greater(t, r[0]["error_logs"], 0.0)
+			assert.Equal(t, r[0]["error_logs"], r[0]["inside_campaign"], "every error log falls inside the campaign")
+		},
+		"events-during-cpu-spikes": func(t *testing.T, r rows) {
+			var got []any
+			for _, e := range r {
+				got = append(got, e["event_type"])
+			}
+			assert.Contains(t, got, "marketing_campaign_started")
+			assert.Contains(t, got, "autoscale_triggered")
+			assert.NotContains(t, got, "marketing_campaign_ended", "six instances keep CPU down by the end")
+		},
+		"db-pool": func(t *testing.T, r rows) {
+			require.Len(t, r, 18, "90 minutes in 5-minute buckets")
+			for _, b := range r {
+				at := parseTime(t, b["bucket"])
+				full := b["max_connections"] == 100.0
+				assert.Equal(t, !at.Before(story.alert) && at.Before(story.resolved), full, "pool full exactly in the alert window: %v", b)
+			}
+		},
+	}
+	for _, name := range names {
+		if name == "views" {
+			continue
+		}
+		check, ok := checks[name]
+		if !assert.True(t, ok, "query %q of QUERIES.md has no check here", name) {
+			continue
+		}
+		t.Run(name, func(t *testing.T) { check(t, run(name)) })
+	}
+	for name := range checks {
+		assert.True(t, slices.Contains(names, name), "check %q has no query in QUERIES.md", name)
+	}
+}
