@@ -99,6 +99,7 @@ FUZZTIME ?= 10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAndCheckBatch -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWALRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/arcmsgpack/
 
 # Load runs (loadtest/README.md): the scenario against the nop-exporter
 # ceiling and then against arcstore, on a fresh stack, with the loss check;
