@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -19,9 +20,10 @@ import (
 // FlightServer implements DoPut of the Arrow Flight service.
 type FlightServer struct {
 	flight.BaseFlightServer
-	Store *storage.Store
-	Log   *slog.Logger
-	Mem   memory.Allocator
+	Store   *storage.Store
+	Log     *slog.Logger
+	Mem     memory.Allocator
+	Metrics *Metrics // nil records nothing
 }
 
 // DoPut stores each record batch of the stream and acknowledges it once it
@@ -58,42 +60,53 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 		if err != nil {
 			return err
 		}
-		if err := s.put(ctx, database, t, schemaFrame, fd, seq); err != nil {
+		arrived := time.Now()
+		rows, err := s.put(ctx, database, t, schemaFrame, fd, seq)
+		if err != nil {
+			s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, err)
 			s.Log.Warn("batch rejected", "database", database, "table", table, "batch", seq, "error", err)
 			return err
 		}
-		if err := stream.Send(&flight.PutResult{AppMetadata: arcflight.AckMetadata(seq)}); err != nil {
+		err = stream.Send(&flight.PutResult{AppMetadata: arcflight.AckMetadata(seq)})
+		// Stored is stored: a lost ack leaves the batch durable, and the
+		// client's retry is recognised by its batch ID.
+		s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, nil)
+		if err != nil {
 			return err
 		}
 	}
 }
 
-func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) error {
+// put stores one batch and returns its row count (0 when it could not be
+// decoded).
+func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) (int, error) {
 	if err := arcflight.CheckMessage(fd.DataHeader, fd.DataBody); err != nil {
-		return status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+		return 0, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)
 	payload = append(payload, schemaFrame...)
 	payload = arcflight.AppendEOS(arcflight.AppendFrame(payload, fd.DataHeader, fd.DataBody))
 	rec, err := arcflight.DecodeRecord(payload, s.Mem)
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+		return 0, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	defer rec.Release()
+	rows := int(rec.NumRows())
 	if err := t.Check(rec); err != nil {
-		return status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
+		return rows, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
 	id := storage.NewBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
 	if err := s.Store.Append(ctx, id, database, t, payload, rec); err != nil {
-		return appendStatus(err, seq)
+		return rows, s.appendStatus(err, seq)
 	}
-	return nil
+	return rows, nil
 }
 
-func appendStatus(err error, seq uint64) error {
+func (s *FlightServer) appendStatus(err error, seq uint64) error {
 	msg := fmt.Sprintf("batch %d not stored: %v", seq, err)
 	switch {
 	case errors.Is(err, storage.ErrBackpressure):
+		s.Metrics.backpressured()
 		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.Canceled, msg)

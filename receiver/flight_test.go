@@ -33,20 +33,23 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type fixture struct {
-	store  *storage.Store
-	client flight.Client
-	dir    string
+	store   *storage.Store
+	client  flight.Client
+	dir     string
+	metrics *Metrics
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
+	metrics := NewMetrics()
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, Observer: metrics})
 	require.NoError(t, err)
+	metrics.WatchStore(store)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gs := grpc.NewServer()
-	flight.RegisterFlightServiceServer(gs, &FlightServer{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
+	flight.RegisterFlightServiceServer(gs, &FlightServer{Store: store, Log: quiet, Mem: memory.DefaultAllocator, Metrics: metrics})
 	go gs.Serve(lis)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -55,7 +58,7 @@ func newFixture(t *testing.T) *fixture {
 		gs.Stop()
 		require.NoError(t, store.Close())
 	})
-	return &fixture{store: store, client: flight.NewClientFromConn(conn, nil), dir: dir}
+	return &fixture{store: store, client: flight.NewClientFromConn(conn, nil), dir: dir, metrics: metrics}
 }
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

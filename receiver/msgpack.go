@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -45,6 +46,7 @@ type MsgpackHandler struct {
 	// thousandfold); past either the answer is 413.
 	MaxBodyBytes    int64
 	MaxDecodedBytes int64
+	Metrics         *Metrics // nil records nothing
 }
 
 // httpError is an answer other than 204.
@@ -79,6 +81,7 @@ func (h *MsgpackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *MsgpackHandler) write(r *http.Request) error {
+	arrived := time.Now()
 	database := r.Header.Get(HeaderDatabase)
 	if database == "" {
 		database = defaultDatabase
@@ -109,7 +112,14 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 		}
 		batches = append(batches, b)
 	}
-	if err := h.Store.AppendAll(r.Context(), batches); err != nil {
+	err = h.Store.AppendAll(r.Context(), batches)
+	for _, b := range batches {
+		h.Metrics.batchOutcome(database, b.Table.Name, int(b.Rec.NumRows()), len(b.IPC), arrived, err)
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrBackpressure) {
+			h.Metrics.backpressured()
+		}
 		return storeError(err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,34 +16,37 @@ import (
 
 // prepare writes every partition of gen to a durable temp file and records
 // the intent to publish them.
-func (s *Store) prepare(gen *generation) (*flushIntent, error) {
+func (s *Store) prepare(gen *generation) (*flushIntent, []FlushedFile, error) {
 	in := &flushIntent{LastSeq: gen.lastSeq}
+	var files []FlushedFile
 	keys := make([]partKey, 0, len(gen.parts))
 	for k := range gen.parts {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].dir("") < keys[j].dir("") })
 	for _, k := range keys {
-		step, err := s.writePartition(gen.parts[k], gen.lastSeq)
+		p := gen.parts[k]
+		step, size, err := s.writePartition(p, gen.lastSeq)
 		if err != nil {
 			s.removeTemps(in)
-			return nil, fmt.Errorf("flush partition %s: %w", k.dir(""), err)
+			return nil, nil, fmt.Errorf("flush partition %s: %w", k.dir(""), err)
 		}
 		in.Files = append(in.Files, step)
+		files = append(files, FlushedFile{Database: k.database, Table: k.table, Rows: int64(p.rows), Bytes: size})
 	}
 	// Before any WAL segment goes away with the publish, the IDs of the
 	// batches it holds must be safe elsewhere.
 	if err := s.saveBatchIDs(); err != nil {
 		s.removeTemps(in)
-		return nil, err
+		return nil, nil, err
 	}
 	if len(in.Files) > 0 {
 		if err := s.writeIntent(in); err != nil {
 			s.removeTemps(in)
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return in, nil
+	return in, files, nil
 }
 
 // finish publishes the files of a prepared flush, drops the WAL segments it
@@ -66,21 +70,22 @@ func (s *Store) removeTemps(in *flushIntent) {
 }
 
 // writePartition writes one partition's rows to a durable temp file and
-// returns the step that publishes it.
-func (s *Store) writePartition(p *partition, lastSeq uint64) (publishStep, error) {
+// returns the step that publishes it and the file's size.
+func (s *Store) writePartition(p *partition, lastSeq uint64) (publishStep, int64, error) {
 	name := fileName(lastSeq)
 	step := publishStep{
 		Temp:  filepath.Join(s.tmpDir, name+".tmp"),
 		Final: filepath.Join(p.key.dir(s.dir), name),
 	}
 	if err := s.mkdirDurable(filepath.Dir(step.Final)); err != nil {
-		return step, err
+		return step, 0, err
 	}
 	f, err := s.fs.OpenFile(step.Temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return step, fmt.Errorf("create temp file: %w", err)
+		return step, 0, fmt.Errorf("create temp file: %w", err)
 	}
-	err = s.encode(f, p)
+	cw := &countingWriter{w: f}
+	err = s.encode(cw, p)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -89,12 +94,12 @@ func (s *Store) writePartition(p *partition, lastSeq uint64) (publishStep, error
 	}
 	if err != nil {
 		_ = s.fs.Remove(step.Temp)
-		return step, err
+		return step, 0, err
 	}
-	return step, nil
+	return step, cw.n, nil
 }
 
-func (s *Store) encode(f File, p *partition) error {
+func (s *Store) encode(f io.Writer, p *partition) error {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w, err := parquetfile.NewWriter(bw, p.table.Parquet, p.table.Arrow, parquetfile.Options{
 		Compression:  s.opts.Compression,

@@ -39,6 +39,8 @@ type Options struct {
 	Logger      *slog.Logger
 	FS          FS
 	Allocator   memory.Allocator
+	// Observer sees commits and flushes (metrics); nil sees nothing.
+	Observer Observer
 }
 
 // Defaults.
@@ -154,6 +156,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	return o
 }
@@ -340,6 +345,8 @@ func (s *Store) commitLoop() {
 func (s *Store) commitGroup() {
 	durable := s.wal.size
 	inGroup := map[BatchID]bool{}
+	var written int
+	var bytes int64
 	for _, r := range s.group {
 		if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.has(r.id)); r.dup {
 			continue
@@ -351,8 +358,12 @@ func (s *Store) commitGroup() {
 		// A failed write leaves the buffered writer in error; commit reports
 		// it and cuts the segment back.
 		_ = s.wal.write(s.scratch, r.ipc)
+		written++
+		bytes += int64(len(s.scratch) + len(r.ipc))
 	}
+	start := time.Now()
 	err := s.wal.commit(durable)
+	s.opts.Observer.Committed(Commit{Batches: written, Bytes: bytes, Sync: time.Since(start), Err: err})
 	now := time.Now().UnixNano()
 	for _, r := range s.group {
 		if err == nil && !r.dup {
@@ -413,8 +424,18 @@ func (s *Store) flushLoop() {
 func (s *Store) Flush() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	start := time.Now()
+	var files []FlushedFile
+	err := s.flush(&files)
+	if err != nil || len(files) > 0 {
+		s.opts.Observer.Flushed(Flush{Duration: time.Since(start), Files: files, Err: err})
+	}
+	return err
+}
+
+func (s *Store) flush(files *[]FlushedFile) error {
 	if p := s.pending; p != nil {
-		if err := s.flushPending(p); err != nil {
+		if err := s.flushPending(p, files); err != nil {
 			return err
 		}
 		s.pending = nil
@@ -430,7 +451,7 @@ func (s *Store) Flush() error {
 		return errors.New("wal rotation failed")
 	}
 	p := &pendingFlush{gen: gen}
-	if err := s.flushPending(p); err != nil {
+	if err := s.flushPending(p, files); err != nil {
 		s.pending = p
 		return err
 	}
@@ -443,17 +464,22 @@ func (s *Store) Flush() error {
 type pendingFlush struct {
 	gen    *generation
 	intent *flushIntent
+	files  []FlushedFile
 }
 
-func (s *Store) flushPending(p *pendingFlush) error {
+func (s *Store) flushPending(p *pendingFlush, files *[]FlushedFile) error {
 	if p.intent == nil {
-		in, err := s.prepare(p.gen)
+		in, written, err := s.prepare(p.gen)
 		if err != nil {
 			return err
 		}
-		p.intent = in
+		p.intent, p.files = in, written
 	}
-	return s.finish(p.gen, p.intent)
+	if err := s.finish(p.gen, p.intent); err != nil {
+		return err
+	}
+	*files = append(*files, p.files...)
+	return nil
 }
 
 // Close stops accepting batches, flushes every buffered row to Parquet and

@@ -53,7 +53,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("arcstore", flag.ContinueOnError)
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the WAL and the Parquet files")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", "127.0.0.1:8815", "Arrow Flight (gRPC) listen address")
-	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready)")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
 	fs.Int64Var(&c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this many bytes are buffered")
@@ -127,7 +127,9 @@ func run(c config, log *slog.Logger) error {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	mem := memory.DefaultAllocator
+	metrics := receiver.NewMetrics()
 	store, err := storage.Open(storage.Options{
+		Observer:       metrics,
 		DataDir:        c.dataDir,
 		Compression:    c.compression,
 		FlushInterval:  c.flushInterval,
@@ -139,6 +141,7 @@ func run(c config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	metrics.WatchStore(store)
 	grpcLis, err := net.Listen("tcp", c.grpcAddr)
 	if err != nil {
 		store.Close()
@@ -160,11 +163,12 @@ func run(c config, log *slog.Logger) error {
 		httpLis = tls.NewListener(httpLis, tlsConfig)
 	}
 	gs := grpc.NewServer(opts...)
-	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem})
+	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics})
 	mux := http.NewServeMux()
 	mux.Handle("/", receiver.NewHTTPHandler(store))
+	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
 	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
-		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded,
+		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Metrics: metrics,
 	}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 

@@ -1,0 +1,140 @@
+package receiver
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// PathMetrics serves the sidecar's Prometheus metrics.
+const PathMetrics = "/metrics"
+
+var latencyBuckets = []float64{0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// Metrics is the sidecar's self-telemetry: what came in, what was stored,
+// what was refused, per database and table, and how the WAL, flushes and
+// memory are doing. It is the store's Observer.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	rowsReceived, rowsStored, rowsRejected, rowsDropped *prometheus.CounterVec
+	bytesReceived, bytesStored, bytesRejected           *prometheus.CounterVec
+	ackDuration                                         *prometheus.HistogramVec
+	walFsync, walGroup, flushDuration                   prometheus.Histogram
+	flushes, filesWritten, fileBytes                    *prometheus.CounterVec
+	backpressure                                        prometheus.Counter
+}
+
+// NewMetrics registers the metrics, plus Go runtime and process ones.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	table := []string{"database", "table"}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+		reg.MustRegister(h)
+		return h
+	}
+	m := &Metrics{
+		reg:           reg,
+		rowsReceived:  counter("arcstore_rows_received_total", "Rows in batches that reached the sidecar, valid or not.", table...),
+		rowsStored:    counter("arcstore_rows_stored_total", "Rows durably stored (in the fsynced WAL) and acknowledged.", table...),
+		rowsRejected:  counter("arcstore_rows_rejected_total", "Rows of batches refused: invalid, or not stored (backpressure, disk); the client was told.", table...),
+		rowsDropped:   counter("arcstore_rows_dropped_total", "Rows acknowledged and then lost. Always 0; anything else is a bug.", table...),
+		bytesReceived: counter("arcstore_bytes_received_total", "Arrow IPC bytes of batches that reached the sidecar.", table...),
+		bytesStored:   counter("arcstore_bytes_stored_total", "Arrow IPC bytes durably stored.", table...),
+		bytesRejected: counter("arcstore_bytes_rejected_total", "Arrow IPC bytes of refused batches.", table...),
+		ackDuration: func() *prometheus.HistogramVec {
+			h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "arcstore_ack_duration_seconds",
+				Help: "From a batch's arrival to its acknowledgement, which follows the WAL fsync (durable-ack latency).", Buckets: latencyBuckets}, table)
+			reg.MustRegister(h)
+			return h
+		}(),
+		walFsync:      hist("arcstore_wal_fsync_duration_seconds", "Write-out and fsync of one WAL group commit.", latencyBuckets),
+		walGroup:      hist("arcstore_wal_group_batches", "Batches sharing one WAL fsync.", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}),
+		flushDuration: hist("arcstore_flush_duration_seconds", "One flush: Parquet encoding, fsyncs, publish.", []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
+		flushes:       counter("arcstore_flushes_total", "Flush attempts by result (ok, error).", "result"),
+		filesWritten:  counter("arcstore_files_written_total", "Parquet files published.", table...),
+		fileBytes:     counter("arcstore_file_bytes_written_total", "Bytes of Parquet files published.", table...),
+	}
+	m.backpressure = prometheus.NewCounter(prometheus.CounterOpts{Name: "arcstore_backpressure_total",
+		Help: "Writes refused because the buffer was at its ceiling (RESOURCE_EXHAUSTED / 429)."})
+	reg.MustRegister(m.backpressure)
+	m.flushes.WithLabelValues("ok")
+	m.flushes.WithLabelValues("error")
+	return m
+}
+
+// WatchStore adds the gauges read from the store at scrape time.
+func (m *Metrics) WatchStore(s *storage.Store) {
+	gauge := func(name, help string, f func() float64) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+	gauge("arcstore_buffer_bytes", "Acknowledged bytes not yet in Parquet.", func() float64 { return float64(s.Buffered()) })
+	gauge("arcstore_buffer_limit_bytes", "The buffer's ceiling (-max-buffer-bytes).", func() float64 { return float64(s.MaxBufferBytes()) })
+	gauge("arcstore_wal_segments", "WAL segment files on disk.", func() float64 { n, _, _ := s.WALStats(); return float64(n) })
+	gauge("arcstore_wal_bytes", "Bytes of the WAL segment files on disk.", func() float64 { _, b, _ := s.WALStats(); return float64(b) })
+}
+
+// Handler serves the metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Committed implements storage.Observer.
+func (m *Metrics) Committed(c storage.Commit) {
+	if c.Batches == 0 {
+		return
+	}
+	m.walFsync.Observe(c.Sync.Seconds())
+	m.walGroup.Observe(float64(c.Batches))
+}
+
+// Flushed implements storage.Observer.
+func (m *Metrics) Flushed(f storage.Flush) {
+	if f.Err != nil {
+		m.flushes.WithLabelValues("error").Inc()
+		return
+	}
+	m.flushes.WithLabelValues("ok").Inc()
+	m.flushDuration.Observe(f.Duration.Seconds())
+	for _, file := range f.Files {
+		m.filesWritten.WithLabelValues(file.Database, file.Table).Inc()
+		m.fileBytes.WithLabelValues(file.Database, file.Table).Add(float64(file.Bytes))
+	}
+}
+
+// batchOutcome records one batch from arrival to answer. A nil Metrics
+// records nothing, so tests and tools can leave it out.
+func (m *Metrics) batchOutcome(database, table string, rows, bytes int, arrived time.Time, err error) {
+	if m == nil {
+		return
+	}
+	m.rowsReceived.WithLabelValues(database, table).Add(float64(rows))
+	m.bytesReceived.WithLabelValues(database, table).Add(float64(bytes))
+	m.rowsDropped.WithLabelValues(database, table) // visible at 0
+	if err != nil {
+		m.rowsRejected.WithLabelValues(database, table).Add(float64(rows))
+		m.bytesRejected.WithLabelValues(database, table).Add(float64(bytes))
+		return
+	}
+	m.rowsStored.WithLabelValues(database, table).Add(float64(rows))
+	m.bytesStored.WithLabelValues(database, table).Add(float64(bytes))
+	m.ackDuration.WithLabelValues(database, table).Observe(time.Since(arrived).Seconds())
+}
+
+func (m *Metrics) backpressured() {
+	if m != nil {
+		m.backpressure.Inc()
+	}
+}

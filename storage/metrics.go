@@ -1,0 +1,81 @@
+package storage
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Observer sees what the store does, for metrics. The committer and flush
+// goroutines call it in line: implementations must be quick and safe for
+// concurrent use.
+type Observer interface {
+	// Committed reports one WAL group commit.
+	Committed(Commit)
+	// Flushed reports one flush attempt.
+	Flushed(Flush)
+}
+
+// Commit is one WAL group commit: the batches written (duplicates
+// excluded) and how long the write-out and fsync took.
+type Commit struct {
+	Batches int
+	Bytes   int64
+	Sync    time.Duration
+	Err     error
+}
+
+// Flush is one flush attempt and the files it published.
+type Flush struct {
+	Duration time.Duration
+	Files    []FlushedFile
+	Err      error
+}
+
+// FlushedFile is a Parquet file a flush wrote.
+type FlushedFile struct {
+	Database, Table string
+	Rows, Bytes     int64
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Committed(Commit) {}
+func (nopObserver) Flushed(Flush)    {}
+
+// MaxBufferBytes is the configured ceiling of buffered bytes.
+func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }
+
+// WALStats returns the number of WAL segments and their total size.
+func (s *Store) WALStats() (segments int, bytes int64, err error) {
+	entries, err := s.fs.ReadDir(s.wal.dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("list wal: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), segmentExt) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed since the listing
+		}
+		segments++
+		bytes += info.Size()
+	}
+	return segments, bytes, nil
+}
+
+// countingWriter counts what reaches a file.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
