@@ -46,8 +46,8 @@ type Options struct {
 // Defaults.
 const (
 	DefaultFlushInterval  = 10 * time.Second
-	DefaultFlushBytes     = 64 << 20
-	DefaultMaxBufferBytes = 256 << 20
+	DefaultFlushBytes     = 32 << 20
+	DefaultMaxBufferBytes = 128 << 20
 	maxGroup              = 256
 )
 

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -42,7 +43,12 @@ type config struct {
 	tlsKey         string
 	maxBody        int64
 	maxDecoded     int64
+	memoryLimit    int64
 }
+
+// defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
+// room for the runtime's own overhead.
+const defaultMemoryLimit = 448 << 20
 
 // tokenEnv holds comma-separated bearer tokens, for deployments that pass
 // secrets in the environment.
@@ -64,6 +70,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
+	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
 	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +78,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.maxBufferBytes > 0 && c.memoryLimit > 0 && c.maxBufferBytes > c.memoryLimit/2 {
+		return c, fmt.Errorf("-max-buffer-bytes %d is over half of -memory-limit %d: buffered batches and the flush that encodes them must both fit", c.maxBufferBytes, c.memoryLimit)
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("-tls-cert-file and -tls-key-file go together")
@@ -114,6 +124,9 @@ func main() {
 }
 
 func run(c config, log *slog.Logger) error {
+	if os.Getenv("GOMEMLIMIT") == "" && c.memoryLimit > 0 {
+		debug.SetMemoryLimit(c.memoryLimit)
+	}
 	tokens, err := receiver.LoadTokens(c.tokenFile, os.Getenv(tokenEnv))
 	if err != nil {
 		return err
