@@ -1,13 +1,21 @@
 package otlparrow_test
 
 import (
+	"io"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // A reused converter allocates per batch, not per row: ten times the rows in
@@ -55,4 +63,73 @@ func TestAllocationsDoNotGrowWithRows(t *testing.T) {
 			assert.LessOrEqual(t, large, small*1.02+5, "allocations grow with rows")
 		})
 	}
+}
+
+// Encoding to Parquet allocates per batch and per page, not per row: the
+// marginal allocations of one more 1000-row batch written to an open file
+// stay far below its row count.
+func TestParquetAllocationsPerBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations of Parquet encoding")
+	}
+	for _, tt := range []struct {
+		name  string
+		table *schema.Table
+		batch func() arrow.RecordBatch
+	}{
+		{"traces", schema.Traces, func() arrow.RecordBatch { return convertOne(t, schema.Traces, otlparrowtest.RealisticTraces(1000)) }},
+		{"logs", schema.Logs, func() arrow.RecordBatch { return convertOne(t, schema.Logs, otlparrowtest.RealisticLogs(1000)) }},
+		{"metrics", schema.Metrics, func() arrow.RecordBatch { return convertOne(t, schema.Metrics, otlparrowtest.RealisticMetrics(1000)) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := tt.batch()
+			defer rec.Release()
+			write := func(batches int) func() {
+				return func() {
+					w, err := parquetfile.NewWriter(io.Discard, tt.table.Parquet, tt.table.Arrow, parquetfile.Options{BloomColumns: tt.table.BloomColumns})
+					require.NoError(t, err)
+					for range batches {
+						require.NoError(t, w.Write(rec, nil))
+					}
+					require.NoError(t, w.Close())
+				}
+			}
+			one := testing.AllocsPerRun(3, write(1))
+			eleven := testing.AllocsPerRun(3, write(11))
+			perBatch := (eleven - one) / 10
+			t.Logf("allocs: %.0f for a file of one batch, %.0f per further 1000-row batch", one, perBatch)
+			assert.Less(t, perBatch, 100.0, "allocations grow with rows")
+		})
+	}
+}
+
+// convertOne converts telemetry into one record of the table.
+func convertOne[T interface{ ptrace.Traces | plog.Logs | pmetric.Metrics }](t *testing.T, table *schema.Table, data T) arrow.RecordBatch {
+	t.Helper()
+	var out arrow.RecordBatch
+	keep := func(tb *schema.Table, rec arrow.RecordBatch) error {
+		if tb == table && out == nil {
+			rec.Retain()
+			out = rec
+		}
+		return nil
+	}
+	var err error
+	switch d := any(data).(type) {
+	case ptrace.Traces:
+		c := otlparrow.NewTracesConverter(memory.DefaultAllocator, 100_000)
+		defer c.Release()
+		err = c.Convert(d, keep)
+	case plog.Logs:
+		c := otlparrow.NewLogsConverter(memory.DefaultAllocator, 100_000)
+		defer c.Release()
+		err = c.Convert(d, keep)
+	case pmetric.Metrics:
+		c := otlparrow.NewMetricsConverter(memory.DefaultAllocator, 100_000)
+		defer c.Release()
+		err = c.Convert(d, keep)
+	}
+	require.NoError(t, err)
+	require.NotNil(t, out)
+	return out
 }
