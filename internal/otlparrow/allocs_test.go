@@ -104,7 +104,9 @@ func TestParquetAllocationsPerBatch(t *testing.T) {
 }
 
 // convertOne converts telemetry into one record of the table.
-func convertOne[T interface{ ptrace.Traces | plog.Logs | pmetric.Metrics }](t *testing.T, table *schema.Table, data T) arrow.RecordBatch {
+func convertOne[T interface {
+	ptrace.Traces | plog.Logs | pmetric.Metrics
+}](t *testing.T, table *schema.Table, data T) arrow.RecordBatch {
 	t.Helper()
 	var out arrow.RecordBatch
 	keep := func(tb *schema.Table, rec arrow.RecordBatch) error {
