@@ -98,7 +98,9 @@ func TestParquetAllocationsPerBatch(t *testing.T) {
 			eleven := testing.AllocsPerRun(3, write(11))
 			perBatch := (eleven - one) / 10
 			t.Logf("allocs: %.0f for a file of one batch, %.0f per further 1000-row batch", one, perBatch)
-			assert.Less(t, perBatch, 100.0, "allocations grow with rows")
+			// Per page and per batch, never per row: the race detector's
+			// builds count a few more, so the bound leaves room.
+			assert.Less(t, perBatch, 250.0, "allocations grow with rows")
 		})
 	}
 }
