@@ -28,6 +28,9 @@ type Metrics struct {
 	walFsync, walGroup, flushDuration                   prometheus.Histogram
 	flushes, filesWritten, fileBytes                    *prometheus.CounterVec
 	backpressure                                        prometheus.Counter
+	compactions, compactedFiles, compactedBytes         *prometheus.CounterVec
+	compactDuration                                     prometheus.Histogram
+	retentionDeleted                                    prometheus.Counter
 }
 
 // NewMetrics registers the metrics, plus Go runtime and process ones.
@@ -72,8 +75,35 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(m.backpressure)
 	m.flushes.WithLabelValues("ok")
 	m.flushes.WithLabelValues("error")
+	m.compactions = counter("arcstore_compactions_total", "Compaction runs by result (ok, error).", "result")
+	m.compactedFiles = counter("arcstore_compaction_files_total", "Files compaction read (in) and wrote (out).", "direction")
+	m.compactedBytes = counter("arcstore_compaction_bytes_total", "Bytes compaction read (in) and wrote (out).", "direction")
+	m.compactDuration = hist("arcstore_compaction_duration_seconds", "One compaction run over every closed partition.", []float64{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900})
+	m.retentionDeleted = prometheus.NewCounter(prometheus.CounterOpts{Name: "arcstore_retention_partitions_deleted_total",
+		Help: "Partitions deleted because they were older than their table's retention."})
+	reg.MustRegister(m.retentionDeleted)
+	for _, r := range []string{"ok", "error"} {
+		m.compactions.WithLabelValues(r)
+	}
 	return m
 }
+
+// Compacted implements storage.Observer.
+func (m *Metrics) Compacted(c storage.CompactStats) {
+	result := "ok"
+	if c.Err != nil {
+		result = "error"
+	}
+	m.compactions.WithLabelValues(result).Inc()
+	m.compactDuration.Observe(c.Duration.Seconds())
+	m.compactedFiles.WithLabelValues("in").Add(float64(c.FilesIn))
+	m.compactedFiles.WithLabelValues("out").Add(float64(c.FilesOut))
+	m.compactedBytes.WithLabelValues("in").Add(float64(c.BytesIn))
+	m.compactedBytes.WithLabelValues("out").Add(float64(c.BytesOut))
+}
+
+// Retired implements storage.Observer.
+func (m *Metrics) Retired(n int) { m.retentionDeleted.Add(float64(n)) }
 
 // WatchStore adds the gauges read from the store at scrape time.
 func (m *Metrics) WatchStore(s *storage.Store) {

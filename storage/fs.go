@@ -1,8 +1,12 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // File is the part of *os.File that storage uses. Tests wrap it to inject
@@ -28,6 +32,10 @@ type FS interface {
 	// SyncDir makes the directory's entries durable: after a rename or a
 	// create, the name survives a crash only once its directory is synced.
 	SyncDir(name string) error
+	Link(oldname, newname string) error
+	RemoveAll(path string) error
+	// Exchange swaps two paths atomically (renameat2 RENAME_EXCHANGE).
+	Exchange(a, b string) error
 }
 
 // OSFS is the real file system.
@@ -41,6 +49,16 @@ func (OSFS) Remove(name string) error                     { return os.Remove(nam
 func (OSFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
 func (OSFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
 func (OSFS) ReadFile(name string) ([]byte, error)         { return os.ReadFile(name) }
+func (OSFS) Link(oldname, newname string) error           { return os.Link(oldname, newname) }
+func (OSFS) RemoveAll(path string) error                  { return os.RemoveAll(path) }
+
+func (OSFS) Exchange(a, b string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("%w: the file system does not support atomic exchange (renameat2 RENAME_EXCHANGE); compaction needs it", err)
+	}
+	return err
+}
 
 func (OSFS) SyncDir(name string) error {
 	d, err := os.Open(name)

@@ -25,6 +25,11 @@ var utcNanos = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
 // column when withCore is set (a second schema of the same measurement).
 func cpuBatch(t *testing.T, rows int, withCore bool) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
+	return cpuBatchAt(t, rows, withCore, time.Now())
+}
+
+func cpuBatchAt(t *testing.T, rows int, withCore bool, at time.Time) (*Table, arrow.RecordBatch, []byte) {
+	t.Helper()
 	fields := []arrow.Field{{Name: "time", Type: utcNanos}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}
 	if withCore {
@@ -32,7 +37,7 @@ func cpuBatch(t *testing.T, rows int, withCore bool) (*Table, arrow.RecordBatch,
 	}
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
 	defer b.Release()
-	now := time.Now().UnixNano()
+	now := at.UnixNano()
 	for i := range rows {
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(now + int64(i)))
 		b.Field(1).(*array.StringBuilder).Append("host-" + string(rune('a'+i%3)))

@@ -15,6 +15,10 @@ type Observer interface {
 	Committed(Commit)
 	// Flushed reports one flush attempt.
 	Flushed(Flush)
+	// Compacted reports one compaction run.
+	Compacted(CompactStats)
+	// Retired reports partitions deleted by retention.
+	Retired(partitions int)
 }
 
 // Commit is one WAL group commit: the batches written (duplicates
@@ -43,6 +47,8 @@ type nopObserver struct{}
 
 func (nopObserver) Committed(Commit) {}
 func (nopObserver) Flushed(Flush)    {}
+func (nopObserver) Compacted(CompactStats) {}
+func (nopObserver) Retired(int)            {}
 
 // MaxBufferBytes is the configured ceiling of buffered bytes.
 func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }

@@ -41,6 +41,12 @@ type Options struct {
 	Allocator   memory.Allocator
 	// Observer sees commits and flushes (metrics); nil sees nothing.
 	Observer Observer
+	// CompactInterval runs retention and then compaction of partitions
+	// whose hour ended CompactMinAge ago; 0 runs neither (Compact and
+	// ApplyRetention can still be called).
+	CompactInterval time.Duration
+	CompactMinAge   time.Duration
+	Retention       Retention
 }
 
 // Defaults.
@@ -85,6 +91,10 @@ type Store struct {
 	flushMu  sync.Mutex
 	pending  *pendingFlush // a failed flush, retried before the next one
 	madeDirs map[string]bool
+
+	compactMu   sync.Mutex
+	compactHook func(step string) error // tests crash compactions here
+	lock        *os.File
 }
 
 type appendReq struct {
@@ -122,13 +132,24 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.wal = &wal{fs: s.fs, dir: filepath.Join(s.sysDir, walDirName), log: s.log}
+	lock, err := lockDir(s.sysDir)
+	if err != nil {
+		s.gen.release()
+		return nil, err
+	}
+	s.lock = lock
 	if err := s.recover(); err != nil {
 		s.gen.release()
+		s.unlock()
 		return nil, err
 	}
 	s.wg.Add(2)
 	go s.commitLoop()
 	go s.flushLoop()
+	if opts.CompactInterval > 0 {
+		s.wg.Add(1)
+		go s.maintainLoop()
+	}
 	return s, nil
 }
 
@@ -170,6 +191,9 @@ func (s *Store) recover() error {
 		}
 	}
 	if err := s.recoverIntent(); err != nil {
+		return err
+	}
+	if err := s.recoverCompaction(); err != nil {
 		return err
 	}
 	if err := s.clearTmp(); err != nil {
@@ -420,6 +444,33 @@ func (s *Store) flushLoop() {
 	}
 }
 
+// maintainLoop applies retention and compacts closed partitions on a
+// schedule. Errors are logged: the data stays as it was.
+func (s *Store) maintainLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.CompactInterval)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.quit
+		cancel()
+	}()
+	for {
+		select {
+		case <-t.C:
+		case <-s.quit:
+			return
+		}
+		if _, err := s.ApplyRetention(time.Now(), s.opts.Retention); err != nil {
+			s.log.Error("retention failed", "error", err)
+		}
+		if _, err := s.Compact(ctx, s.opts.CompactMinAge); err != nil && ctx.Err() == nil {
+			s.log.Error("compaction failed; the partition keeps its files", "error", err)
+		}
+	}
+}
+
 // Flush writes every buffered row to Parquet.
 func (s *Store) Flush() error {
 	s.flushMu.Lock()
@@ -497,6 +548,7 @@ func (s *Store) Close() error {
 	if cerr := s.wal.close(); err == nil {
 		err = cerr
 	}
+	s.unlock()
 	return err
 }
 

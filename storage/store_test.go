@@ -55,6 +55,7 @@ func (s *Store) crash() {
 	if s.pending != nil {
 		s.pending.gen.release()
 	}
+	s.unlock()
 }
 
 // messages reads every Parquet file under dir/default/logs and returns the

@@ -44,6 +44,9 @@ type config struct {
 	maxBody        int64
 	maxDecoded     int64
 	memoryLimit    int64
+	compactEvery   time.Duration
+	compactMinAge  time.Duration
+	retention      storage.Retention
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -70,6 +73,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
+	fs.DurationVar(&c.compactEvery, "compact-interval", 15*time.Minute, "how often retention and compaction run; 0 turns both off (POST /admin/compact still works)")
+	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
+	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h")
 	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
 	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
@@ -78,6 +84,10 @@ func parseFlags(args []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var err error
+	if c.retention, err = storage.ParseRetention(*retention); err != nil {
+		return c, fmt.Errorf("-retention: %w", err)
 	}
 	if c.maxBufferBytes > 0 && c.memoryLimit > 0 && c.maxBufferBytes > c.memoryLimit/2 {
 		return c, fmt.Errorf("-max-buffer-bytes %d is over half of -memory-limit %d: buffered batches and the flush that encodes them must both fit", c.maxBufferBytes, c.memoryLimit)
@@ -104,6 +114,9 @@ func newLogger(c config) (*slog.Logger, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "compact" {
+		os.Exit(compactCommand(os.Args[2:]))
+	}
 	c, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -148,6 +161,9 @@ func run(c config, log *slog.Logger) error {
 		FlushInterval:  c.flushInterval,
 		FlushBytes:     c.flushBytes,
 		MaxBufferBytes: c.maxBufferBytes,
+		CompactInterval: c.compactEvery,
+		CompactMinAge:   c.compactMinAge,
+		Retention:       c.retention,
 		Logger:         log,
 		Allocator:      mem,
 	})
@@ -180,6 +196,7 @@ func run(c config, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/", receiver.NewHTTPHandler(store))
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
+	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
 	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
 		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Metrics: metrics,
 	}))

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// compactCommand is `arcstore compact`: it compacts every closed partition
+// of a stopped sidecar's data directory (replaying and flushing its WAL
+// first) and exits 0.
+func compactCommand(args []string) int {
+	fs := flag.NewFlagSet("arcstore compact", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", "./data", "the data directory of a stopped sidecar")
+	minAge := fs.Duration("min-age", 0, "compact partitions whose hour ended at least this long ago")
+	compression := fs.String("compression", "zstd", "Parquet compression of the merged files: zstd, snappy or none")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	store, err := storage.Open(storage.Options{DataDir: *dataDir, Compression: *compression, Logger: log, FlushInterval: time.Hour})
+	if err != nil {
+		log.Error("open data directory", "error", err)
+		return 1
+	}
+	// Replayed WAL rows go to Parquet first, so they are compacted too.
+	ferr := store.Flush()
+	st, cerr := store.Compact(context.Background(), *minAge)
+	if err := errors.Join(ferr, cerr, store.Close()); err != nil {
+		log.Error("compaction failed; partitions keep their files", "error", err)
+		return 1
+	}
+	fmt.Printf("compacted %d partitions: %d files (%d bytes) into %d (%d bytes), %d rows, %s\n",
+		st.Partitions, st.FilesIn, st.BytesIn, st.FilesOut, st.BytesOut, st.Rows, st.Duration.Round(time.Millisecond))
+	return 0
+}

@@ -1,0 +1,480 @@
+package storage
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
+)
+
+// Compaction merges the small files that flushes leave in a partition into
+// one file per schema. Readers glob the partition folder, and POSIX has no
+// way to replace several files at once, so the compactor replaces the
+// folder instead: it builds the new contents in a staging folder (the
+// merged file plus hard links to every file it did not merge) and swaps
+// the two folders with one renameat2(RENAME_EXCHANGE). At every instant
+// the partition path holds either the old files or the new ones, never
+// both and never neither; a recorded intent tells recovery which side of
+// the swap a crash fell on.
+
+// Layout of compaction state under the system folder.
+const (
+	compactDirName    = "compact"
+	compactIntentName = "compact-intent.json"
+)
+
+// compactIntent is written before the swap.
+type compactIntent struct {
+	Partition string   `json:"partition"`
+	Staging   string   `json:"staging"`
+	Outputs   []string `json:"outputs"`
+}
+
+// CompactStats says what a compaction did.
+type CompactStats struct {
+	Partitions int
+	FilesIn    int
+	FilesOut   int
+	Rows       int64
+	BytesIn    int64
+	BytesOut   int64
+	Duration   time.Duration
+	Err        error
+}
+
+// Compact merges the files of every partition whose hour ended at least
+// minAge ago. Flushes wait while a partition is swapped, not while it is
+// merged.
+func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats, error) {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	start := time.Now()
+	var st CompactStats
+	parts, err := s.closedPartitions(time.Now().Add(-minAge))
+	for _, p := range parts {
+		if err != nil {
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		err = s.compactPartition(p, &st)
+	}
+	st.Duration, st.Err = time.Since(start), err
+	if st.Partitions > 0 || err != nil {
+		s.opts.Observer.Compacted(st)
+		s.log.Info("compacted", "partitions", st.Partitions, "files_in", st.FilesIn, "files_out", st.FilesOut,
+			"rows", st.Rows, "bytes_in", st.BytesIn, "bytes_out", st.BytesOut, "duration", st.Duration, "error", err)
+	}
+	return st, err
+}
+
+// closedPartitions lists the partition folders whose hour ended before
+// cutoff.
+func (s *Store) closedPartitions(cutoff time.Time) ([]string, error) {
+	var out []string
+	dbs, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list data dir: %w", err)
+	}
+	for _, db := range dbs {
+		if !db.IsDir() || CheckName("database", db.Name()) != nil {
+			continue
+		}
+		tables, err := s.fs.ReadDir(filepath.Join(s.dir, db.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list database: %w", err)
+		}
+		for _, t := range tables {
+			parts, err := s.tablePartitions(filepath.Join(s.dir, db.Name(), t.Name()))
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range parts {
+				if p.end.Before(cutoff) || p.end.Equal(cutoff) {
+					out = append(out, p.dir)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+type partitionDir struct {
+	dir string
+	end time.Time // when its hour ends
+}
+
+// tablePartitions lists date=YYYY-MM-DD/hour=H folders of a table.
+func (s *Store) tablePartitions(table string) ([]partitionDir, error) {
+	var out []partitionDir
+	dates, err := s.fs.ReadDir(table)
+	if err != nil {
+		return nil, fmt.Errorf("list table: %w", err)
+	}
+	for _, d := range dates {
+		day, ok := strings.CutPrefix(d.Name(), "date=")
+		if !d.IsDir() || !ok {
+			continue
+		}
+		date, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			continue
+		}
+		hours, err := s.fs.ReadDir(filepath.Join(table, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list date: %w", err)
+		}
+		for _, h := range hours {
+			hs, ok := strings.CutPrefix(h.Name(), "hour=")
+			hour, err := strconv.Atoi(hs)
+			if !h.IsDir() || !ok || err != nil || hour < 0 || hour > 23 {
+				continue
+			}
+			out = append(out, partitionDir{dir: filepath.Join(table, d.Name(), h.Name()), end: date.Add(time.Duration(hour+1) * time.Hour)})
+		}
+	}
+	return out, nil
+}
+
+// parquetFiles lists the Parquet files of a folder, by name.
+func (s *Store) parquetFiles(dir string) ([]string, error) {
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list partition: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), parquetExt) {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// compactPartition merges each schema's files of one partition.
+func (s *Store) compactPartition(dir string, st *CompactStats) error {
+	names, err := s.parquetFiles(dir)
+	if err != nil || len(names) < 2 {
+		return err
+	}
+	groups, err := groupBySchema(dir, names)
+	if err != nil {
+		return err
+	}
+	merged := map[string]bool{}
+	var outputs []mergedFile
+	defer func() {
+		for _, o := range outputs {
+			_ = s.fs.Remove(o.temp)
+		}
+	}()
+	for _, g := range groups {
+		if len(g.names) < 2 {
+			continue
+		}
+		out, err := s.merge(dir, g)
+		if err != nil {
+			return fmt.Errorf("compact %s: %w", dir, err)
+		}
+		outputs = append(outputs, out)
+		for _, n := range g.names {
+			merged[n] = true
+		}
+		st.FilesIn += len(g.names)
+		st.BytesIn += g.bytes
+		st.Rows += out.rows
+		st.BytesOut += out.bytes
+	}
+	if len(outputs) == 0 {
+		return nil
+	}
+	if err := s.hook("merged"); err != nil {
+		return err
+	}
+	if err := s.swap(dir, merged, outputs); err != nil {
+		return fmt.Errorf("compact %s: %w", dir, err)
+	}
+	st.Partitions++
+	st.FilesOut += len(outputs)
+	outputs = nil // published: nothing left to clean up
+	return nil
+}
+
+type schemaGroup struct {
+	schema *parquet.Schema
+	names  []string
+	bytes  int64
+}
+
+// groupBySchema sorts a partition's files by schema: a measurement table
+// that gained a column has files of both shapes in one folder.
+func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
+	bySchema := map[string]*schemaGroup{}
+	var order []string
+	for _, n := range names {
+		schema, size, err := readSchema(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		key := schema.String()
+		g := bySchema[key]
+		if g == nil {
+			g = &schemaGroup{schema: schema}
+			bySchema[key] = g
+			order = append(order, key)
+		}
+		g.names = append(g.names, n)
+		g.bytes += size
+	}
+	out := make([]*schemaGroup, len(order))
+	for i, k := range order {
+		out[i] = bySchema[k]
+	}
+	return out, nil
+}
+
+func readSchema(path string) (*parquet.Schema, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	return pf.Schema(), info.Size(), nil
+}
+
+type mergedFile struct {
+	temp, name  string
+	rows, bytes int64
+}
+
+// merge streams the rows of a group's files, row group by row group, into
+// one durable temp file.
+func (s *Store) merge(dir string, g *schemaGroup) (mergedFile, error) {
+	out := mergedFile{name: compactedName()}
+	out.temp = filepath.Join(s.tmpDir, out.name+".tmp")
+	f, err := s.fs.OpenFile(out.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return out, fmt.Errorf("create temp file: %w", err)
+	}
+	cw := &countingWriter{w: f}
+	err = s.copyRows(bufio.NewWriterSize(cw, 1<<20), dir, g, &out)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	out.bytes = cw.n
+	return out, err
+}
+
+func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *mergedFile) error {
+	codec, err := parquetfile.Codec(s.opts.Compression)
+	if err != nil {
+		return err
+	}
+	rowGroup := s.opts.RowGroupRows
+	if rowGroup <= 0 {
+		rowGroup = parquetfile.DefaultRowGroupRows
+	}
+	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup)}
+	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
+	for _, col := range bloomColumns(table) {
+		if _, ok := g.schema.Lookup(col); ok {
+			opts = append(opts, parquet.BloomFilters(parquet.SplitBlockFilter(10, col)))
+		}
+	}
+	w := parquet.NewWriter(bw, opts...)
+	for _, n := range g.names {
+		rows, err := copyFile(w, filepath.Join(dir, n))
+		if err != nil {
+			return err
+		}
+		out.rows += rows
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("close merged file: %w", err)
+	}
+	return bw.Flush()
+}
+
+// bloomColumns are the point-lookup columns of a table: the OTLP table's
+// own, or trace_id where a measurement has one.
+func bloomColumns(table string) []string {
+	if t, ok := tables[table]; ok {
+		return t.BloomColumns
+	}
+	return []string{"trace_id"}
+}
+
+func copyFile(w *parquet.Writer, path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	pf, err := parquet.OpenFile(f, info.Size())
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	var total int64
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		n, err := parquet.CopyRows(w, rows)
+		rows.Close()
+		if err != nil {
+			return total, fmt.Errorf("copy rows of %s: %w", path, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func compactedName() string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%s-compacted-%s%s", time.Now().UTC().Format("20060102T150405Z"), hex.EncodeToString(r[:]), parquetExt)
+}
+
+// swap publishes the merged files: under the flush lock, so no flush adds a
+// file to the partition meanwhile, it stages the partition's new contents
+// and exchanges the staging folder with the partition folder.
+func (s *Store) swap(dir string, merged map[string]bool, outputs []mergedFile) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	names, err := s.parquetFiles(dir)
+	if err != nil {
+		return err
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	staging := filepath.Join(s.sysDir, compactDirName, hex.EncodeToString(r[:]))
+	if err := s.fs.MkdirAll(staging, 0o755); err != nil {
+		return fmt.Errorf("create staging dir: %w", err)
+	}
+	// Files the merge did not take (one of a schema, or flushed since)
+	// stay, as hard links: the exchange must not hide them.
+	for _, n := range names {
+		if !merged[n] {
+			if err := s.fs.Link(filepath.Join(dir, n), filepath.Join(staging, n)); err != nil {
+				return fmt.Errorf("link %s into staging: %w", n, err)
+			}
+		}
+	}
+	in := compactIntent{Partition: dir, Staging: staging}
+	for _, o := range outputs {
+		if err := s.fs.Rename(o.temp, filepath.Join(staging, o.name)); err != nil {
+			return fmt.Errorf("stage merged file: %w", err)
+		}
+		in.Outputs = append(in.Outputs, o.name)
+	}
+	if err := s.fs.SyncDir(staging); err != nil {
+		return fmt.Errorf("sync staging dir: %w", err)
+	}
+	if err := s.hook("staged"); err != nil {
+		return err
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.sysDir, compactIntentName), data); err != nil {
+		return fmt.Errorf("write compaction intent: %w", err)
+	}
+	if err := s.hook("intent"); err != nil {
+		return err
+	}
+	if err := s.fs.Exchange(staging, dir); err != nil {
+		return fmt.Errorf("exchange partition with staging dir: %w", err)
+	}
+	for _, d := range []string{filepath.Dir(dir), filepath.Dir(staging)} {
+		if err := s.fs.SyncDir(d); err != nil {
+			return fmt.Errorf("sync after exchange: %w", err)
+		}
+	}
+	if err := s.hook("exchanged"); err != nil {
+		return err
+	}
+	return s.finishCompaction(&in)
+}
+
+// finishCompaction removes the staging folder (after the exchange: the old
+// files) and the intent.
+func (s *Store) finishCompaction(in *compactIntent) error {
+	if err := s.fs.RemoveAll(in.Staging); err != nil {
+		return fmt.Errorf("remove replaced files: %w", err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(in.Staging)); err != nil {
+		return fmt.Errorf("sync compact dir: %w", err)
+	}
+	if err := s.hook("removed"); err != nil {
+		return err
+	}
+	if err := s.fs.Remove(filepath.Join(s.sysDir, compactIntentName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove compaction intent: %w", err)
+	}
+	return s.fs.SyncDir(s.sysDir)
+}
+
+// recoverCompaction settles a compaction a crash interrupted. If the
+// partition holds the merged files the exchange happened and the staging
+// folder holds the old files; if not, the staging folder holds links and
+// the unpublished merge. Either way the staging folder goes. Staging
+// folders without an intent never reached the exchange.
+func (s *Store) recoverCompaction() error {
+	path := filepath.Join(s.sysDir, compactIntentName)
+	data, err := s.fs.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read compaction intent: %w", err)
+	default:
+		var in compactIntent
+		if err := json.Unmarshal(data, &in); err != nil {
+			return fmt.Errorf("decode compaction intent: %w", err)
+		}
+		s.log.Info("settling an interrupted compaction", "partition", in.Partition)
+		if err := s.finishCompaction(&in); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(s.sysDir, compactDirName)
+	if err := s.fs.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clear staging dirs: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) hook(step string) error {
+	if s.compactHook == nil {
+		return nil
+	}
+	return s.compactHook(step)
+}

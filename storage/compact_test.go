@@ -1,0 +1,169 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// partitionFiles lists the Parquet files of a logs partition.
+func partitionFiles(t *testing.T, dir, partition string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, "default", "logs", partition))
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), parquetExt) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// threeFlushes leaves three files in t0's partition (closed: t0 is in the
+// past) and two in the current hour's.
+func threeFlushes(t *testing.T, s *Store) {
+	t.Helper()
+	now := time.Now()
+	for _, p := range []string{"a", "b", "c"} {
+		appendBatch(t, s, p, t0, t0.Add(-time.Minute))
+		if p != "c" {
+			appendBatch(t, s, "now-"+p, now)
+		}
+		require.NoError(t, s.Flush())
+	}
+}
+
+const closedHour = "date=2026-11-22/hour=9"
+
+func TestCompactMergesClosedPartitions(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	threeFlushes(t, s)
+	before := messages(t, dir)
+	require.Len(t, partitionFiles(t, dir, closedHour), 3)
+
+	st, err := s.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Partitions)
+	assert.Equal(t, 3, st.FilesIn)
+	assert.Equal(t, 1, st.FilesOut)
+	assert.Equal(t, int64(6), st.Rows)
+
+	assert.Len(t, partitionFiles(t, dir, closedHour), 1)
+	assert.Equal(t, before, messages(t, dir), "same rows, none lost or doubled")
+	now := time.Now().UTC()
+	open := "date=" + now.Format(time.DateOnly) + "/hour=" + strconv.Itoa(now.Hour())
+	assert.Len(t, partitionFiles(t, dir, open), 2, "the current hour is not compacted")
+	require.NoError(t, s.Close())
+
+	entries, err := os.ReadDir(filepath.Join(dir, systemDirName, compactDirName))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no staging dir left")
+}
+
+var errCrash = errors.New("crash")
+
+// TestCompactCrashAtEveryStep crashes a compaction after each of its steps
+// and checks what a restart leaves: the old files or the new one, never
+// both, never neither, and the same rows.
+func TestCompactCrashAtEveryStep(t *testing.T) {
+	for _, tt := range []struct {
+		step    string
+		swapped bool
+	}{
+		{"merged", false},
+		{"staged", false},
+		{"intent", false},
+		{"exchanged", true},
+		{"removed", true},
+	} {
+		t.Run("after "+tt.step, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, nil)
+			threeFlushes(t, s)
+			want := messages(t, dir)
+			old := partitionFiles(t, dir, closedHour)
+
+			s.compactHook = func(step string) error {
+				if step == tt.step {
+					return errCrash
+				}
+				return nil
+			}
+			_, err := s.Compact(context.Background(), 0)
+			require.ErrorIs(t, err, errCrash)
+			// Before any restart the partition is already one or the other.
+			assertOneSide(t, dir, old, tt.swapped)
+			s.crash()
+
+			s = openStore(t, dir, nil)
+			assertOneSide(t, dir, old, tt.swapped)
+			assert.Equal(t, want, messages(t, dir))
+			entries, err := os.ReadDir(filepath.Join(dir, systemDirName, compactDirName))
+			if err == nil {
+				assert.Empty(t, entries, "recovery clears staging dirs")
+			}
+			_, err = os.Stat(filepath.Join(dir, systemDirName, compactIntentName))
+			assert.True(t, os.IsNotExist(err), "recovery removes the intent")
+
+			// And compaction still works afterwards.
+			_, err = s.Compact(context.Background(), 0)
+			require.NoError(t, err)
+			assert.Len(t, partitionFiles(t, dir, closedHour), 1)
+			assert.Equal(t, want, messages(t, dir))
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+func assertOneSide(t *testing.T, dir string, old []string, swapped bool) {
+	t.Helper()
+	got := partitionFiles(t, dir, closedHour)
+	if !swapped {
+		assert.ElementsMatch(t, old, got, "the old files, all of them")
+		return
+	}
+	require.Len(t, got, 1, "only the merged file")
+	assert.Contains(t, got[0], "-compacted-")
+}
+
+func TestCompactKeepsSchemasApart(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		for _, wide := range []bool{false, true} {
+			tbl, rec, ipc := cpuBatchAt(t, 5, wide, t0)
+			require.NoError(t, s.Append(ctx, NoDedup, "default", tbl, ipc, rec))
+			rec.Release()
+		}
+		require.NoError(t, s.Flush())
+	}
+	cpuDir := filepath.Join(dir, "default", "cpu")
+	require.Equal(t, map[string]int64{"host,time,value": 10, "core,host,time,value": 10}, parquetFiles(t, cpuDir))
+	st, err := s.Compact(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 4, st.FilesIn)
+	assert.Equal(t, 2, st.FilesOut, "one file per schema")
+	assert.Equal(t, map[string]int64{"host,time,value": 10, "core,host,time,value": 10}, parquetFiles(t, cpuDir))
+	require.NoError(t, s.Close())
+}
+
+func TestSecondStoreOnADirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	_, err := Open(Options{DataDir: dir, Logger: quiet})
+	require.ErrorIs(t, err, ErrLocked)
+	require.NoError(t, s.Close())
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+}

@@ -1,0 +1,132 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Retention maps "database/table" patterns to how long partitions are
+// kept; "*" matches any database or table. The most specific pattern wins:
+// db/table, then db/*, then */table, then */*.
+type Retention map[string]time.Duration
+
+// ErrBadRetention reports an unparsable retention setting.
+var ErrBadRetention = errors.New("retention must be a list of [database/table=]duration, e.g. 720h or default/traces=168h,*/*=720h")
+
+// ParseRetention reads "720h" (everything) or a comma-separated list of
+// pattern=duration.
+func ParseRetention(s string) (Retention, error) {
+	r := Retention{}
+	if strings.TrimSpace(s) == "" {
+		return r, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		pattern, age, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			pattern, age = "*/*", pattern
+		}
+		db, table, ok := strings.Cut(pattern, "/")
+		if !ok || db == "" || table == "" {
+			return nil, fmt.Errorf("%w: pattern %q", ErrBadRetention, pattern)
+		}
+		d, err := time.ParseDuration(age)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%w: duration %q", ErrBadRetention, age)
+		}
+		r[db+"/"+table] = d
+	}
+	return r, nil
+}
+
+// For returns the retention of a table, if any pattern covers it.
+func (r Retention) For(database, table string) (time.Duration, bool) {
+	for _, k := range []string{database + "/" + table, database + "/*", "*/" + table, "*/*"} {
+		if d, ok := r[k]; ok {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// trashDirName holds partitions on their way out: a partition is renamed
+// there (one atomic step: readers see it whole or not at all) and then
+// deleted.
+const trashDirName = "trash"
+
+// ApplyRetention deletes every partition whose hour ended longer ago than
+// its table's retention, and returns how many it deleted. It runs under the
+// compaction and flush locks, so it never races a compaction's swap or a
+// flush's publish.
+func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
+	if len(r) == 0 {
+		return 0, nil
+	}
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	trash := filepath.Join(s.sysDir, trashDirName)
+	if err := s.fs.MkdirAll(trash, 0o755); err != nil {
+		return 0, fmt.Errorf("create trash dir: %w", err)
+	}
+	dbs, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("list data dir: %w", err)
+	}
+	removed := 0
+	for _, db := range dbs {
+		if !db.IsDir() || CheckName("database", db.Name()) != nil {
+			continue
+		}
+		tbls, err := s.fs.ReadDir(filepath.Join(s.dir, db.Name()))
+		if err != nil {
+			return removed, fmt.Errorf("list database: %w", err)
+		}
+		for _, t := range tbls {
+			keep, ok := r.For(db.Name(), t.Name())
+			if !ok || !t.IsDir() {
+				continue
+			}
+			parts, err := s.tablePartitions(filepath.Join(s.dir, db.Name(), t.Name()))
+			if err != nil {
+				return removed, err
+			}
+			for _, p := range parts {
+				if p.end.After(now.Add(-keep)) {
+					continue
+				}
+				if err := s.discard(p.dir, trash); err != nil {
+					return removed, err
+				}
+				removed++
+			}
+		}
+	}
+	if removed > 0 {
+		s.log.Info("retention deleted partitions", "partitions", removed)
+		s.opts.Observer.Retired(removed)
+	}
+	return removed, nil
+}
+
+func (s *Store) discard(dir, trash string) error {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	gone := filepath.Join(trash, hex.EncodeToString(r[:]))
+	if err := s.fs.Rename(dir, gone); err != nil {
+		return fmt.Errorf("retire partition %s: %w", dir, err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("sync after retiring a partition: %w", err)
+	}
+	delete(s.madeDirs, dir)
+	if err := s.fs.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete retired partition: %w", err)
+	}
+	return nil
+}
