@@ -45,8 +45,8 @@ type FlushedFile struct {
 
 type nopObserver struct{}
 
-func (nopObserver) Committed(Commit) {}
-func (nopObserver) Flushed(Flush)    {}
+func (nopObserver) Committed(Commit)       {}
+func (nopObserver) Flushed(Flush)          {}
 func (nopObserver) Compacted(CompactStats) {}
 func (nopObserver) Retired(int)            {}
 

@@ -155,17 +155,17 @@ func run(c config, log *slog.Logger) error {
 	mem := memory.DefaultAllocator
 	metrics := receiver.NewMetrics()
 	store, err := storage.Open(storage.Options{
-		Observer:       metrics,
-		DataDir:        c.dataDir,
-		Compression:    c.compression,
-		FlushInterval:  c.flushInterval,
-		FlushBytes:     c.flushBytes,
-		MaxBufferBytes: c.maxBufferBytes,
+		Observer:        metrics,
+		DataDir:         c.dataDir,
+		Compression:     c.compression,
+		FlushInterval:   c.flushInterval,
+		FlushBytes:      c.flushBytes,
+		MaxBufferBytes:  c.maxBufferBytes,
 		CompactInterval: c.compactEvery,
 		CompactMinAge:   c.compactMinAge,
 		Retention:       c.retention,
-		Logger:         log,
-		Allocator:      mem,
+		Logger:          log,
+		Allocator:       mem,
 	})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
