@@ -327,7 +327,7 @@ func bloomColumns(table string) []string {
 	if t, ok := tables[table]; ok {
 		return t.BloomColumns
 	}
-	return []string{"trace_id"}
+	return []string{traceIDColumn}
 }
 
 func copyFile(w *parquet.Writer, path string) (int64, error) {

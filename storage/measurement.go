@@ -19,8 +19,12 @@ import (
 // files into the same partition folders, and readers merge them by column
 // name (DuckDB's union_by_name, Spark's mergeSchema).
 
-// measurementCol is the time column of every measurement table.
-const measurementTimeCol = "time"
+// measurementTimeCol is the time column of every measurement table;
+// traceIDColumn gets a bloom filter where a measurement has it.
+const (
+	measurementTimeCol = "time"
+	traceIDColumn      = "trace_id"
+)
 
 var measurements = struct {
 	sync.Mutex
@@ -62,6 +66,10 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 		SchemaFrame: arcflight.SchemaFrame(s),
 		timeCol:     0,
 		variant:     binary.BigEndian.Uint64(fp[:8]),
+	}
+	// Trace lookups are point lookups whatever wrote the table.
+	if _, ok := ps.Lookup(traceIDColumn); ok {
+		t.BloomColumns = []string{traceIDColumn}
 	}
 	measurements.m[key] = t
 	return t, nil

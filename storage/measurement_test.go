@@ -150,3 +150,13 @@ func TestMeasurementTableRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestMeasurementTraceIDGetsABloomFilter(t *testing.T) {
+	withID, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos},
+		{Name: "trace_id", Type: arrow.BinaryTypes.String, Nullable: true}}, nil))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"trace_id"}, withID.BloomColumns)
+	without, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}}, nil))
+	require.NoError(t, err)
+	assert.Empty(t, without.BloomColumns)
+}
