@@ -21,7 +21,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 .PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean \
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
-	loadtest-campaign
+	loadtest-campaign querybench
 
 all: build
 
@@ -114,6 +114,10 @@ loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed: loadtest-%: tools
 # LOADTEST_FLAGS='-target http://arc:8000' points the same run at Arc.
 loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed: loadtest-arc-%: tools build
 	bin/arcload -scenario arc-$* -duration $(LOADTEST_DURATION) $(LOADTEST_FLAGS)
+
+# DuckDB query latency on ~14 M spans before and after compaction.
+querybench: tools build
+	loadtest/querybench.sh
 
 # The demo story of docs/QUERIES.md, through the collector, once.
 loadtest-campaign: tools build

@@ -55,6 +55,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.IntVar(&c.Batch, "batch", 1000, "items per request (OTLP export or Arc payload)")
 	fs.BoolVar(&c.Ceiling, "ceiling", true, "first run the same load against otelcol-arc with the nop exporter")
 	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector, or for arc-* the base URL of an Arc-compatible server (Arc itself, for a side-by-side number); empty starts a fresh stack")
+	fs.DurationVar(&c.TimeOffset, "time-offset", 0, "shift the items' timestamps from now (e.g. -2h fills a past hour that compaction can take)")
 	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
 	fs.StringVar(&c.CollectorMetrics, "collector-metrics", "", "with -target: the collector's Prometheus endpoint")
 	fs.StringVar(&c.SidecarMetrics, "sidecar-metrics", "", "with -target: the sidecar's /metrics URL")

@@ -47,7 +47,7 @@ func (d *Arc) Run(ctx context.Context) error {
 		return err
 	}
 	n := max(1, d.Payloads)
-	now := time.Now()
+	now := time.Now().Add(d.Plan.TimeOffset)
 	bodies := map[Signal][][]byte{}
 	for _, s := range d.Plan.Signals {
 		for i := 0; i < n; i++ {

@@ -29,6 +29,9 @@ type Plan struct {
 	Batch    int
 	// Endpoint is the collector's OTLP gRPC address (host:port).
 	Endpoint string
+	// TimeOffset shifts the items' timestamps from now, e.g. -2h to fill
+	// a past (closed, compactable) hour.
+	TimeOffset time.Duration
 }
 
 // Validate says what is wrong with a plan.
@@ -97,7 +100,7 @@ func (d *OTLP) Run(ctx context.Context) error {
 		return fmt.Errorf("dial %s: %w", d.Plan.Endpoint, err)
 	}
 	defer conn.Close()
-	now := time.Now()
+	now := time.Now().Add(d.Plan.TimeOffset)
 	templates := make([]*template, d.Plan.Workers)
 	for w := range templates {
 		if templates[w], err = newTemplate(d.Plan.Signals[w%len(d.Plan.Signals)], d.Plan.Batch, now); err != nil {

@@ -66,6 +66,8 @@ type Config struct {
 	Database         string
 	// Token is the bearer token of the Arc write API, if it needs one.
 	Token string
+	// TimeOffset shifts the sent items' timestamps (otlp and arc drivers).
+	TimeOffset time.Duration
 
 	BinDir       string
 	Telemetrygen string
