@@ -10,10 +10,12 @@ OCB_VERSION := v0.162.0
 MDATAGEN_VERSION := v0.161.0
 TELEMETRYGEN_VERSION := v0.161.0
 DUCKDB_VERSION := 1.5.6
+PYARROW_VERSION := 22.0.0
 OCB         := $(TOOLS)/builder
 MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
+PYARROW     := $(TOOLS)/py/pyarrow
 DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
@@ -46,7 +48,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -77,6 +79,11 @@ $(DUCKDB):
 	python3 -m pip download --quiet --no-deps --dest $(TOOLS)/dl duckdb-cli==$(DUCKDB_VERSION)
 	cd $(TOOLS) && python3 -c "import zipfile,glob; zipfile.ZipFile(glob.glob('dl/duckdb_cli-$(DUCKDB_VERSION)-*.whl')[0]).extract('duckdb_cli/duckdb', 'dl')"
 	mv $(TOOLS)/dl/duckdb_cli/duckdb $@ && chmod +x $@
+
+# pyarrow, a second engine the tests read our Parquet with (no dependencies
+# of its own since 16.0).
+$(PYARROW):
+	python3 -m pip install --quiet --no-deps --target $(TOOLS)/py pyarrow==$(PYARROW_VERSION)
 
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the
 # collector, then the sidecar flushes every buffered row and exits.
