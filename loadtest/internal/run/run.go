@@ -264,7 +264,10 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		}
 	}
 	if l.rec != nil {
+		// The harness outlives phases: its CPU is counted from the phase's
+		// start (its peak RSS is the process's).
 		u, _ := stack.SelfUsage()
+		u.CPUSeconds -= w.first.usage[procHarness].CPUSeconds
 		ph.Procs[procHarness] = u
 	} else {
 		ph.Procs[procTelgen] = l.tg.Usage
