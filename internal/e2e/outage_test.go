@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,13 +38,36 @@ func TestSidecarOutage(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	stop()
 	col.waitDrained(t, 120*time.Second)
+	// The collector held the outage's spans in its queue: its peak memory
+	// must stay under the memory_limiter's limit (collectorConfig).
+	peak := peakRSS(t, col.cmd.Process.Pid)
 	sc.stop(t, 30*time.Second)
 
 	lost, dup := checkSpans(t, dataDir, sender)
-	t.Logf("outage %s: spans acknowledged %d, lost %d, duplicated %d", outage(t), len(sender.acked), lost, dup)
+	t.Logf("outage %s: spans acknowledged %d, lost %d, duplicated %d, collector peak RSS %d MiB", outage(t), len(sender.acked), lost, dup, peak>>20)
 	require.Positive(t, len(sender.acked))
 	assert.Zero(t, lost)
 	assert.Zero(t, dup)
+	assert.Less(t, peak, int64(memoryLimiterMiB)<<20, "collector memory under its memory_limiter")
+}
+
+// memoryLimiterMiB is the collector's memory_limiter limit in collectorConfig.
+const memoryLimiterMiB = 1024
+
+// peakRSS is a process's resident-memory high-water mark (VmHWM).
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
 }
 
 // TestBackpressure gives the sidecar a buffer ceiling far below the load:
