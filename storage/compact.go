@@ -302,10 +302,14 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	}
 	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup)}
 	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
+	var filters []parquet.BloomFilterColumn // one option: each replaces the last
 	for _, col := range bloomColumns(table) {
 		if _, ok := g.schema.Lookup(col); ok {
-			opts = append(opts, parquet.BloomFilters(parquet.SplitBlockFilter(10, col)))
+			filters = append(filters, parquet.SplitBlockFilter(10, col))
 		}
+	}
+	if len(filters) > 0 {
+		opts = append(opts, parquet.BloomFilters(filters...))
 	}
 	w := parquet.NewWriter(bw, opts...)
 	for _, n := range g.names {

@@ -93,10 +93,16 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	if bits == 0 {
 		bits = 10
 	}
+	// One option for every column: each parquet.BloomFilters option
+	// replaces the previous one.
+	var filters []parquet.BloomFilterColumn
 	for _, col := range opts.BloomColumns {
 		if _, ok := schema.Lookup(col); ok {
-			wopts = append(wopts, parquet.BloomFilters(parquet.SplitBlockFilter(bits, col)))
+			filters = append(filters, parquet.SplitBlockFilter(bits, col))
 		}
+	}
+	if len(filters) > 0 {
+		wopts = append(wopts, parquet.BloomFilters(filters...))
 	}
 	for k, v := range opts.Metadata {
 		wopts = append(wopts, parquet.KeyValueMetadata(k, v))

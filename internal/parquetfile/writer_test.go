@@ -217,3 +217,30 @@ func TestDuckDBReadsNestedColumns(t *testing.T) {
 	assert.Equal(t, "ünïcode", got[2]["id"])
 	t.Logf("DuckDB reads time as %v", got[0]["tt"])
 }
+
+// Every bloom column gets its filter, and the filter answers for its
+// values: parquet-go keeps only the last of several BloomFilters options.
+func TestEveryBloomColumnHasAFilter(t *testing.T) {
+	rec := recordOf(t, testRows)
+	defer rec.Release()
+	data := writeFile(t, rec, nil, Options{BloomColumns: []string{"id", "code"}})
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	for _, rg := range f.RowGroups() {
+		for i, name := range []string{"code", "id"} {
+			leaf, ok := f.Schema().Lookup(name)
+			require.True(t, ok)
+			filter := rg.ColumnChunks()[leaf.ColumnIndex].BloomFilter()
+			require.NotNil(t, filter, "column %s has no bloom filter", name)
+			var probe parquet.Value
+			if i == 0 {
+				probe = parquet.Int64Value(*testRows[0].Code)
+			} else {
+				probe = parquet.ByteArrayValue([]byte(testRows[0].ID))
+			}
+			has, err := filter.Check(probe)
+			require.NoError(t, err)
+			assert.True(t, has, "%s filter knows a written value", name)
+		}
+	}
+}
