@@ -69,6 +69,28 @@ func idsOf(t *testing.T, sig Signal, body []byte) []string {
 	return ids
 }
 
+func TestTracesAreNewOnEverySend(t *testing.T) {
+	tpl, err := newTemplate(Traces, 50, time.Now())
+	require.NoError(t, err)
+	require.Len(t, tpl.traceIDs, 50, "every span's trace id is patched")
+	traces := func(first uint64) map[string]int {
+		req := ptraceotlp.NewExportRequest()
+		require.NoError(t, req.UnmarshalProto(tpl.fill(nil, first)))
+		out := map[string]int{}
+		spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i := range spans.Len() {
+			out[spans.At(i).TraceID().String()]++
+		}
+		return out
+	}
+	a, b := traces(0), traces(50)
+	assert.Len(t, a, 25, "parent and child share their trace")
+	for id, n := range a {
+		assert.Equal(t, 2, n)
+		assert.NotContains(t, b, id, "another send, other traces")
+	}
+}
+
 func TestPlanValidate(t *testing.T) {
 	good := Plan{Signals: []Signal{Traces, Logs}, Rate: 1000, Duration: time.Second, Workers: 2, Batch: 100, Endpoint: "127.0.0.1:4317"}
 	require.NoError(t, good.Validate())

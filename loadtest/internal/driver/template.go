@@ -45,7 +45,11 @@ type template struct {
 	items   int
 	body    []byte
 	offsets []int // of each item's 16-digit id value
-	method  string
+	// traceIDs are the offsets of every span's trace id: each send writes
+	// its own number into their first 8 bytes, so traces are new on every
+	// send, as a trace-by-id lookup expects.
+	traceIDs []int
+	method   string
 }
 
 const idWidth = 16
@@ -85,7 +89,39 @@ func newTemplate(signal Signal, n int, now time.Time) (*template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &template{signal: signal, items: n, body: body, offsets: offsets, method: method}, nil
+	t := &template{signal: signal, items: n, body: body, offsets: offsets, method: method}
+	if signal == Traces {
+		t.traceIDs = traceIDOffsets(body, n)
+	}
+	return t, nil
+}
+
+// traceIDOffsets finds the trace id fields of a traces request: the
+// protobuf tag of Span.trace_id (field 1, bytes, length 16).
+func traceIDOffsets(body []byte, spans int) []int {
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(body); err != nil {
+		return nil
+	}
+	var out []int
+	ss := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	seen := map[pcommon.TraceID]bool{}
+	for i := range ss.Len() {
+		id := ss.At(i).TraceID()
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		for from := 0; ; {
+			at := bytes.Index(body[from:], append([]byte{0x0a, 0x10}, id[:]...))
+			if at < 0 {
+				break
+			}
+			out = append(out, from+at+2)
+			from += at + 2 + len(id)
+		}
+	}
+	return out
 }
 
 func findOffsets(body []byte, placeholders []string) ([]int, error) {
@@ -105,6 +141,9 @@ func (t *template) fill(dst []byte, first uint64) []byte {
 	dst = append(dst[:0], t.body...)
 	for i, off := range t.offsets {
 		putHex(dst[off:off+idWidth], first+uint64(i))
+	}
+	for _, off := range t.traceIDs {
+		binary.BigEndian.PutUint64(dst[off:off+8], first)
 	}
 	return dst
 }
