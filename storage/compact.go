@@ -311,7 +311,20 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	if len(filters) > 0 {
 		opts = append(opts, parquet.BloomFilters(filters...))
 	}
-	w := parquet.NewWriter(bw, opts...)
+	var w interface {
+		parquet.RowWriter
+		Close() error
+	}
+	if sortBy := sortColumns(table, g.schema); len(sortBy) > 0 {
+		// An external merge sort: runs of sortRunRows rows are sorted in
+		// memory and spilled to temp files, then merged into the output.
+		opts = append(opts, parquet.SortingWriterConfig(
+			parquet.SortingColumns(sortBy...),
+			parquet.SortingBuffers(parquet.NewFileBufferPool(s.tmpDir, "sort-*.tmp"))))
+		w = parquet.NewSortingWriter[any](bw, sortRunRows, opts...)
+	} else {
+		w = parquet.NewWriter(bw, opts...)
+	}
 	for _, n := range g.names {
 		rows, err := copyFile(w, filepath.Join(dir, n))
 		if err != nil {
@@ -325,6 +338,26 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	return bw.Flush()
 }
 
+// sortRunRows bounds the rows compaction sorts in memory at once.
+const sortRunRows = 128 * 1024
+
+// sortColumns are the table's sort keys present in the schema: the OTLP
+// table's own, or time for a measurement.
+func sortColumns(table string, schema *parquet.Schema) []parquet.SortingColumn {
+	keys := []string{measurementTimeCol}
+	if t, ok := tables[table]; ok {
+		keys = t.SortColumns
+	}
+	var out []parquet.SortingColumn
+	for _, k := range keys {
+		if _, ok := schema.Lookup(k); !ok {
+			break // a prefix of the keys still orders rows usefully
+		}
+		out = append(out, parquet.Ascending(k))
+	}
+	return out
+}
+
 // bloomColumns are the point-lookup columns of a table: the OTLP table's
 // own, or trace_id where a measurement has one.
 func bloomColumns(table string) []string {
@@ -334,7 +367,7 @@ func bloomColumns(table string) []string {
 	return []string{traceIDColumn}
 }
 
-func copyFile(w *parquet.Writer, path string) (int64, error) {
+func copyFile(w parquet.RowWriter, path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err

@@ -1,17 +1,22 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // partitionFiles lists the Parquet files of a logs partition.
@@ -58,8 +63,14 @@ func TestCompactMergesClosedPartitions(t *testing.T) {
 	assert.Equal(t, 1, st.FilesOut)
 	assert.Equal(t, int64(6), st.Rows)
 
-	assert.Len(t, partitionFiles(t, dir, closedHour), 1)
+	merged := partitionFiles(t, dir, closedHour)
+	require.Len(t, merged, 1)
 	assert.Equal(t, before, messages(t, dir), "same rows, none lost or doubled")
+	rows, err := parquet.ReadFile[schema.LogRecord](filepath.Join(dir, "default", "logs", closedHour, merged[0]))
+	require.NoError(t, err)
+	assert.True(t, slices.IsSortedFunc(rows, func(a, b schema.LogRecord) int {
+		return cmp.Or(cmp.Compare(a.ServiceName, b.ServiceName), cmp.Compare(a.Time, b.Time))
+	}), "rows sorted by the table's sort columns (service, time)")
 	now := time.Now().UTC()
 	open := "date=" + now.Format(time.DateOnly) + "/hour=" + strconv.Itoa(now.Hour())
 	assert.Len(t, partitionFiles(t, dir, open), 2, "the current hour is not compacted")

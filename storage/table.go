@@ -21,6 +21,9 @@ type Table struct {
 	Arrow        *arrow.Schema
 	Parquet      *parquet.Schema
 	BloomColumns []string
+	// SortColumns order the rows of compacted files, so that filters on
+	// them skip row groups by their statistics.
+	SortColumns []string
 	// SchemaFrame is the table's IPC schema message; streams are decoded
 	// with it (see arcflight.SchemaFrame).
 	SchemaFrame []byte
@@ -105,6 +108,7 @@ var tables = func() map[string]*Table {
 			Arrow:        st.Arrow,
 			Parquet:      st.Parquet,
 			BloomColumns: st.BloomColumns,
+			SortColumns:  st.SortColumns,
 			SchemaFrame:  arcflight.SchemaFrame(st.Arrow),
 			timeCol:      st.FieldIndex(schema.ColTime),
 		}
