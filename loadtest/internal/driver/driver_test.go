@@ -25,7 +25,7 @@ func TestTemplateFillPatchesEveryItemID(t *testing.T) {
 			require.NoError(t, err)
 			var buf []byte
 			for _, first := range []uint64{0, 1 << 40} {
-				buf = tpl.fill(buf, first)
+				buf = tpl.fill(buf, first, time.Now())
 				ids := idsOf(t, sig, buf)
 				require.Len(t, ids, 50)
 				for i, id := range ids {
@@ -75,7 +75,7 @@ func TestTracesAreNewOnEverySend(t *testing.T) {
 	require.Len(t, tpl.traceIDs, 50, "every span's trace id is patched")
 	traces := func(first uint64) map[string]int {
 		req := ptraceotlp.NewExportRequest()
-		require.NoError(t, req.UnmarshalProto(tpl.fill(nil, first)))
+		require.NoError(t, req.UnmarshalProto(tpl.fill(nil, first, time.Now())))
 		out := map[string]int{}
 		spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
 		for i := range spans.Len() {
@@ -88,6 +88,40 @@ func TestTracesAreNewOnEverySend(t *testing.T) {
 	for id, n := range a {
 		assert.Equal(t, 2, n)
 		assert.NotContains(t, b, id, "another send, other traces")
+	}
+}
+
+func TestTimestampsFollowTheSend(t *testing.T) {
+	built := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sent := built.Add(3 * time.Hour)
+	for _, sig := range []Signal{Traces, Logs, Metrics} {
+		t.Run(string(sig), func(t *testing.T) {
+			tpl, err := newTemplate(sig, 20, built)
+			require.NoError(t, err)
+			require.Len(t, tpl.times, 20*len(timeTags[sig]), "every timestamp field found")
+			body := tpl.fill(nil, 0, sent)
+			var first, last time.Time
+			switch sig {
+			case Traces:
+				req := ptraceotlp.NewExportRequest()
+				require.NoError(t, req.UnmarshalProto(body))
+				spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+				first, last = spans.At(0).StartTimestamp().AsTime(), spans.At(19).EndTimestamp().AsTime()
+				assert.Equal(t, spanLength, spans.At(19).EndTimestamp().AsTime().Sub(spans.At(19).StartTimestamp().AsTime()))
+			case Logs:
+				req := plogotlp.NewExportRequest()
+				require.NoError(t, req.UnmarshalProto(body))
+				recs := req.Logs().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+				first, last = recs.At(0).Timestamp().AsTime(), recs.At(19).ObservedTimestamp().AsTime()
+			case Metrics:
+				req := pmetricotlp.NewExportRequest()
+				require.NoError(t, req.UnmarshalProto(body))
+				pts := req.Metrics().ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints()
+				first, last = pts.At(0).Timestamp().AsTime(), pts.At(19).Timestamp().AsTime()
+			}
+			assert.True(t, first.Equal(sent), "first item at the send time: %v", first)
+			assert.WithinDuration(t, sent, last, time.Millisecond)
+		})
 	}
 }
 

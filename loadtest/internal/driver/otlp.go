@@ -129,7 +129,7 @@ func (d *OTLP) work(ctx context.Context, conn *grpc.ClientConn, t *template, pac
 			return
 		}
 		first := d.nextID.Add(uint64(t.items)) - uint64(t.items)
-		buf = t.fill(buf, first)
+		buf = t.fill(buf, first, time.Now().Add(d.Plan.TimeOffset))
 		d.send(conn, t, buf)
 	}
 }

@@ -49,7 +49,16 @@ type template struct {
 	// its own number into their first 8 bytes, so traces are new on every
 	// send, as a trace-by-id lookup expects.
 	traceIDs []int
-	method   string
+	// times are the timestamp fields, set on each send to the send's
+	// time plus their offset in the template, so rows spread over the run
+	// as real telemetry does.
+	times  []timeField
+	method string
+}
+
+type timeField struct {
+	offset int
+	delta  time.Duration
 }
 
 const idWidth = 16
@@ -93,7 +102,41 @@ func newTemplate(signal Signal, n int, now time.Time) (*template, error) {
 	if signal == Traces {
 		t.traceIDs = traceIDOffsets(body, n)
 	}
+	t.times = timeOffsets(signal, body, n, now)
 	return t, nil
+}
+
+// Protobuf tags of the fixed64 timestamp fields in the shapes above:
+// Span.start_time_unix_nano (7) and end_time_unix_nano (8),
+// LogRecord.time_unix_nano (1) and observed_time_unix_nano (11),
+// NumberDataPoint.time_unix_nano (3).
+var timeTags = map[Signal][]struct {
+	tag   byte
+	extra time.Duration // end = start + the span's length
+}{
+	Traces:  {{0x39, 0}, {0x41, spanLength}},
+	Logs:    {{0x09, 0}, {0x59, 0}},
+	Metrics: {{0x19, 0}},
+}
+
+const spanLength = 123 * time.Microsecond
+
+// timeOffsets finds each item's timestamp fields by tag and value: item i
+// was built at now + i µs.
+func timeOffsets(signal Signal, body []byte, n int, now time.Time) []timeField {
+	var out []timeField
+	var want [9]byte
+	for i := 0; i < n; i++ {
+		delta := time.Duration(i) * time.Microsecond
+		for _, f := range timeTags[signal] {
+			want[0] = f.tag
+			binary.LittleEndian.PutUint64(want[1:], uint64(now.Add(delta+f.extra).UnixNano()))
+			if at := bytes.Index(body, want[:]); at >= 0 {
+				out = append(out, timeField{offset: at + 1, delta: delta + f.extra})
+			}
+		}
+	}
+	return out
 }
 
 // traceIDOffsets finds the trace id fields of a traces request: the
@@ -136,14 +179,19 @@ func findOffsets(body []byte, placeholders []string) ([]int, error) {
 	return offsets, nil
 }
 
-// fill writes the request with ids first, first+1, ... into dst.
-func (t *template) fill(dst []byte, first uint64) []byte {
+// fill writes the request with ids first, first+1, ... and timestamps from
+// at into dst.
+func (t *template) fill(dst []byte, first uint64, at time.Time) []byte {
 	dst = append(dst[:0], t.body...)
 	for i, off := range t.offsets {
 		putHex(dst[off:off+idWidth], first+uint64(i))
 	}
 	for _, off := range t.traceIDs {
 		binary.BigEndian.PutUint64(dst[off:off+8], first)
+	}
+	base := at.UnixNano()
+	for _, f := range t.times {
+		binary.LittleEndian.PutUint64(dst[f.offset:f.offset+8], uint64(base+int64(f.delta)))
 	}
 	return dst
 }
@@ -181,7 +229,7 @@ func traceShape(ids []string, now time.Time) ptrace.Traces {
 		sp.SetSpanID(spanID)
 		start := now.Add(time.Duration(i) * time.Microsecond)
 		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
-		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(123 * time.Microsecond)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(spanLength)))
 		attrs := sp.Attributes()
 		attrs.PutStr("network.peer.address", "1.2.3.4")
 		if i%2 == 0 {
