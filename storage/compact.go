@@ -315,7 +315,7 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 		parquet.RowWriter
 		Close() error
 	}
-	if sortBy := sortColumns(table, g.schema); len(sortBy) > 0 && !s.opts.CompactUnsorted {
+	if sortBy := sortColumns(table, g.schema); len(sortBy) > 0 && s.opts.CompactSort {
 		// An external merge sort: runs of sortRunRows rows are sorted in
 		// memory and spilled to temp files, then merged into the output.
 		opts = append(opts, parquet.SortingWriterConfig(

@@ -51,7 +51,8 @@ const closedHour = "date=2026-11-22/hour=9"
 
 func TestCompactMergesClosedPartitions(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir, nil)
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: true})
+	require.NoError(t, err)
 	threeFlushes(t, s)
 	before := messages(t, dir)
 	require.Len(t, partitionFiles(t, dir, closedHour), 3)

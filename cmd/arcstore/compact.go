@@ -20,7 +20,7 @@ func compactCommand(args []string) int {
 	dataDir := fs.String("data-dir", "./data", "the data directory of a stopped sidecar")
 	minAge := fs.Duration("min-age", 0, "compact partitions whose hour ended at least this long ago")
 	compression := fs.String("compression", "zstd", "Parquet compression of the merged files: zstd, snappy or none")
-	unsorted := fs.Bool("unsorted", false, "keep rows in arrival order (about 5x faster)")
+	sorted := fs.Bool("sort", false, "sort rows by the table's sort columns (about 5x slower)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -28,7 +28,7 @@ func compactCommand(args []string) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	store, err := storage.Open(storage.Options{DataDir: *dataDir, Compression: *compression, Logger: log, FlushInterval: time.Hour, CompactUnsorted: *unsorted})
+	store, err := storage.Open(storage.Options{DataDir: *dataDir, Compression: *compression, Logger: log, FlushInterval: time.Hour, CompactSort: *sorted})
 	if err != nil {
 		log.Error("open data directory", "error", err)
 		return 1

@@ -46,7 +46,7 @@ type config struct {
 	memoryLimit    int64
 	compactEvery   time.Duration
 	compactMinAge  time.Duration
-	compactNoSort  bool
+	compactSort    bool
 	retention      storage.Retention
 }
 
@@ -76,7 +76,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
 	fs.DurationVar(&c.compactEvery, "compact-interval", 15*time.Minute, "how often retention and compaction run; 0 turns both off (POST /admin/compact still works)")
 	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
-	fs.BoolVar(&c.compactNoSort, "compact-unsorted", false, "compact without sorting rows by the table's sort columns (about 5x faster, for very high ingest rates)")
+	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md)")
 	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h")
 	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
@@ -165,7 +165,7 @@ func run(c config, log *slog.Logger) error {
 		MaxBufferBytes:  c.maxBufferBytes,
 		CompactInterval: c.compactEvery,
 		CompactMinAge:   c.compactMinAge,
-		CompactUnsorted: c.compactNoSort,
+		CompactSort:     c.compactSort,
 		Retention:       c.retention,
 		Logger:          log,
 		Allocator:       mem,
