@@ -74,8 +74,8 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 		err = s.compactPartition(p, &st)
 	}
 	st.Duration, st.Err = time.Since(start), err
+	s.opts.Observer.Compacted(st)
 	if st.Partitions > 0 || err != nil {
-		s.opts.Observer.Compacted(st)
 		s.log.Info("compacted", "partitions", st.Partitions, "files_in", st.FilesIn, "files_out", st.FilesOut,
 			"rows", st.Rows, "bytes_in", st.BytesIn, "bytes_out", st.BytesOut, "duration", st.Duration, "error", err)
 	}

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// filesPerPartition counts Parquet files by partition folder of a table.
+func filesPerPartition(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
+			out[filepath.Dir(path)]++
+		}
+		return err
+	}))
+	return out
+}
+
+// TestCompactCommandAndEndpoint compacts the campaign story's many small
+// files with `arcstore compact` on the stopped sidecar's directory, checks
+// every table reads the same with its partition columns, then asks a
+// running sidecar to compact over HTTP.
+func TestCompactCommandAndEndpoint(t *testing.T) {
+	out := t.TempDir()
+	logs, err := exec.Command(tool(t, "ARCLOAD_BIN", "arcload"), "-scenario", "campaign", "-out", out,
+		"-bin-dir", filepath.Join(repoRoot, "bin"), "-duckdb", tool(t, "DUCKDB_BIN", "duckdb"),
+		"-sidecar-args", "-flush-interval 20ms").CombinedOutput()
+	require.NoError(t, err, "arcload: %s", logs)
+	data := filepath.Join(out, "arc", "data")
+	tables := []string{"traces", "logs", "events", "metrics"}
+	summary := func() map[string]any {
+		got := map[string]any{}
+		for _, tbl := range tables {
+			got[tbl] = duckdb(t, "SELECT date, hour, count(*) AS n, count(DISTINCT time) AS times FROM "+table(data, tbl)+" GROUP BY ALL ORDER BY ALL")
+		}
+		return got
+	}
+	before := summary()
+	files := filesPerPartition(t, filepath.Join(data, "default", "traces"))
+	many := 0
+	for _, n := range files {
+		many = max(many, n)
+	}
+	require.Greater(t, many, 1, "the story left several files in a partition: %v", files)
+
+	res, err := exec.Command(tool(t, "ARCSTORE_BIN", "arcstore"), "compact", "-data-dir", data).CombinedOutput()
+	require.NoError(t, err, "arcstore compact: %s", res)
+	assert.Contains(t, string(res), "compacted ")
+	assert.Equal(t, before, summary(), "same rows per partition, partition columns intact")
+	for dir, n := range filesPerPartition(t, filepath.Join(data, "default", "traces")) {
+		assert.Equal(t, 1, n, "%s: one file after compaction", dir)
+	}
+
+	// A running sidecar: nothing left to compact, and it says so.
+	sc := startSidecar(t, data, addr(freePort(t)), addr(freePort(t)))
+	resp, err := http.Post("http://"+sc.http+"/admin/compact", "", nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	assert.EqualValues(t, 0, body["partitions"], "already compacted")
+	metrics, err := http.Get("http://" + sc.http + "/metrics")
+	require.NoError(t, err)
+	defer metrics.Body.Close()
+	text, err := io.ReadAll(metrics.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(text), `arcstore_compactions_total{result="ok"} 1`)
+	sc.stop(t, 30*time.Second)
+}
