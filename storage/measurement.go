@@ -108,7 +108,9 @@ func parquetSchema(name string, s *arrow.Schema) (*parquet.Schema, error) {
 		case arrow.FLOAT64:
 			n = parquet.Leaf(parquet.DoubleType)
 		case arrow.STRING:
-			n = parquet.String()
+			// Dictionary first (host, region, level repeat); parquet-go falls
+			// back to plain pages when a column's dictionary grows too large.
+			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
 		case arrow.BOOL:
 			n = parquet.Leaf(parquet.BooleanType)
 		default:
