@@ -20,17 +20,20 @@ DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
 
-.PHONY: all build otelcol generate tools run test chaos fuzz bench lint clean \
+.PHONY: all build otelcol generate tools run test engine images chaos fuzz bench lint clean \
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
 	loadtest-campaign querybench
 
 all: build
 
-build: bin/arcstore bin/otelcol-arc bin/arcload
+build: bin/arcstore bin/otelcol-arc bin/arcload bin/healthcheck
 
 bin/arcstore: $(GO_SOURCES)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/arcstore
+
+bin/healthcheck: $(GO_SOURCES)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/healthcheck
 
 bin/arcload: $(GO_SOURCES)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./loadtest/cmd/arcload
@@ -93,8 +96,18 @@ run: build
 	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
 	bin/otelcol-arc --config otelcol-config.yaml
 
-test: tools build
+test: tools build engine
 	PATH="$(TOOLS):$$PATH" $(GO) test -race -count=1 -timeout 20m ./...
+
+# A Docker engine for TestDockerCompose (installed and started as root on
+# Debian; elsewhere the test skips and says why).
+engine:
+	@deploy/engine.sh
+
+# The two images, from the static binaries in bin/ (no registry needed).
+images: build
+	docker build -q --target arcstore -t arc-otel/arcstore:dev . >/dev/null
+	docker build -q --target otelcol-arc -t arc-otel/otelcol-arc:dev . >/dev/null
 
 # The kill loop of TestChaosSidecarKills at full length (make test runs 3 kills).
 CHAOS_KILLS ?= 12

@@ -152,7 +152,11 @@ func (m *Metrics) batchOutcome(database, table string, rows, bytes int, arrived 
 	}
 	m.rowsReceived.WithLabelValues(database, table).Add(float64(rows))
 	m.bytesReceived.WithLabelValues(database, table).Add(float64(bytes))
-	m.rowsDropped.WithLabelValues(database, table) // visible at 0
+	// Visible at 0, so dashboards and alerts see the series before the
+	// first refusal (and dropped, which must stay 0, always).
+	m.rowsDropped.WithLabelValues(database, table)
+	m.rowsRejected.WithLabelValues(database, table)
+	m.bytesRejected.WithLabelValues(database, table)
 	if err != nil {
 		m.rowsRejected.WithLabelValues(database, table).Add(float64(rows))
 		m.bytesRejected.WithLabelValues(database, table).Add(float64(bytes))

@@ -1,7 +1,13 @@
 package receiver
 
 import (
+	"context"
+	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +92,40 @@ func TestMetricsCountWhatWasStoredAndRefused(t *testing.T) {
 	assert.Equal(t, 1.0, value(fams, "arcstore_flushes_total", map[string]string{"result": "ok"}))
 	assert.Equal(t, 1.0, value(fams, "arcstore_flush_duration_seconds", nil))
 	assert.Zero(t, value(fams, "arcstore_buffer_bytes", nil), "flushed")
+}
+
+// The Grafana dashboard only charts metrics the sidecar serves.
+func TestDashboardUsesRealMetrics(t *testing.T) {
+	f := newFixture(t)
+	// Labelled series appear once something happened: a write, a flush, a
+	// compaction.
+	rec, _ := storagetest.LogBatch(t, "a", t0)
+	defer rec.Release()
+	_, err := f.put(t, arcflight.Descriptor("default", "logs"), rec)
+	require.NoError(t, err)
+	require.NoError(t, f.store.Flush())
+	_, err = f.store.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	fams := scrapeMetrics(t, f.metrics)
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", "arc-otel.json"))
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(data, &dash))
+	require.NotEmpty(t, dash.Panels)
+	seen := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range regexp.MustCompile(`arcstore_[a-z_]+`).FindAllString(tg.Expr, -1) {
+				name = strings.TrimSuffix(name, "_bucket")
+				assert.Contains(t, fams, name, "panel %q charts %s", p.Title, name)
+				seen++
+			}
+		}
+	}
+	assert.Greater(t, seen, 10)
 }
