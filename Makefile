@@ -23,7 +23,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 .PHONY: all build otelcol generate tools run test engine images chaos fuzz bench lint clean \
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
-	loadtest-campaign querybench
+	loadtest-campaign querybench loadtest-arc demo
 
 all: build
 
@@ -142,6 +142,21 @@ querybench: tools build
 # The demo story of docs/QUERIES.md, through the collector, once.
 loadtest-campaign: tools build
 	bin/arcload -scenario campaign $(LOADTEST_FLAGS)
+
+# Every Arc measurement at once against the sidecar's write API.
+loadtest-arc: loadtest-arc-mixed
+
+# The campaign story end to end into loadtest/results/demo, then how to
+# ask docs/QUERIES.md's questions of it.
+DEMO_DIR := loadtest/results/demo
+demo: tools build
+	rm -rf $(DEMO_DIR)
+	bin/arcload -scenario campaign -out $(DEMO_DIR) | tail -8
+	@echo
+	@echo "The story is in $(DEMO_DIR)/arc/data. Ask it questions:"
+	@echo "  cd $(DEMO_DIR)/arc && $(DUCKDB)"
+	@echo "then paste the views block of docs/QUERIES.md and any query after it:"
+	@grep -o -- '-- name: [a-z0-9-]*' docs/QUERIES.md | sed 's/-- name: /  /'
 
 # The ceiling at full speed for 30 s, then our stack with the rate raised
 # step by step until achievement < 95 %, durable-ack p99 > 50 ms or errors.

@@ -133,6 +133,9 @@ func (h *MsgpackHandler) batch(database string, m *arcmsgpack.Measurement) (stor
 	}
 	if err != nil {
 		rec.Release()
+		if errors.Is(err, storage.ErrBadName) {
+			return storage.Batch{}, fail(http.StatusBadRequest, "%v", err) // it names the measurement
+		}
 		return storage.Batch{}, fail(http.StatusBadRequest, "measurement %q: %v", m.Name, err)
 	}
 	payload, err := ipcStream(rec)

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func post(t *testing.T, url string, body []byte, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/msgpack")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func pack(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// TestArcWriteAPIEndToEnd posts Arc payloads of every accepted shape,
+// compression and time unit to the real sidecar, then reads them back with
+// DuckDB; bad payloads get their 4xx and leave nothing behind.
+func TestArcWriteAPIEndToEnd(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600))
+	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)), "-auth-token-file", tokenFile)
+	url := "http://" + sc.http + "/api/v1/write/msgpack"
+	auth := map[string]string{"Authorization": "Bearer s3cret"}
+
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	units := []struct {
+		name string
+		time int64
+	}{
+		{"s", base.Unix()}, {"ms", base.UnixMilli()}, {"us", base.UnixMicro()}, {"ns", base.UnixNano()},
+	}
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		w.Write(b)
+		w.Close()
+		return buf.Bytes()
+	}
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	defer enc.Close()
+	compressions := map[string]func([]byte) []byte{"plain": func(b []byte) []byte { return b }, "gzip": gz, "zstd": func(b []byte) []byte { return enc.EncodeAll(b, nil) }}
+
+	sent := 0
+	for _, u := range units {
+		for cname, compress := range compressions {
+			row := func(i int) map[string]any {
+				return map[string]any{"m": "cpu", "columns": map[string]any{
+					"time": []int64{u.time}, "host": []string{fmt.Sprintf("%s-%s-%d", u.name, cname, i)},
+					"usage": []float64{42.5}, "cores": []int64{8}, "busy": []bool{true}}}
+			}
+			for shape, body := range map[string]any{
+				"object": row(0),
+				"array":  []any{row(1), row(2)},
+				"batch":  map[string]any{"batch": []any{row(3)}},
+			} {
+				status := post(t, url, compress(pack(t, body)), auth)
+				require.Equal(t, http.StatusNoContent, status, "%s %s %s", u.name, cname, shape)
+			}
+			sent += 4
+		}
+	}
+
+	// Refused, and nothing of them stored.
+	for name, c := range map[string]struct {
+		body   []byte
+		header map[string]string
+		status int
+	}{
+		"no token":                {pack(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{base.Unix()}}}), nil, http.StatusUnauthorized},
+		"mismatched lengths":      {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix(), base.Unix()}, "v": []int{1}}}), auth, http.StatusBadRequest},
+		"unsupported type":        {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix()}, "v": []map[string]int{{"a": 1}}}}), auth, http.StatusBadRequest},
+		"bad compression":         {append([]byte{0x28, 0xb5, 0x2f, 0xfd}, 1, 2, 3, 4, 5), auth, http.StatusBadRequest},
+		"unsafe database":         {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix()}}}), map[string]string{"Authorization": "Bearer s3cret", "x-arc-database": "../../etc"}, http.StatusBadRequest},
+		"measurement path escape": {pack(t, map[string]any{"m": "../bad", "columns": map[string]any{"time": []int64{base.Unix()}}}), auth, http.StatusBadRequest},
+	} {
+		assert.Equal(t, c.status, post(t, url, c.body, c.header), name)
+	}
+	sc.stop(t, 30*time.Second)
+
+	cpu := "read_parquet('" + dataDir + "/default/cpu/**/*.parquet', hive_partitioning = true, union_by_name = true)"
+	rows := duckdb(t, "SELECT count(*) AS n, count(DISTINCT host) AS hosts, min(time) = max(time) AS one_time, "+
+		"epoch(min(time))::BIGINT AS secs, sum(usage) AS usage, sum(cores)::BIGINT AS cores, bool_and(busy) AS busy FROM "+cpu)
+	require.Len(t, rows, 1)
+	r := rows[0]
+	assert.EqualValues(t, sent, r["n"], "every row posted")
+	assert.EqualValues(t, sent, r["hosts"])
+	assert.Equal(t, true, r["one_time"], "s, ms, µs and ns all land on the same instant")
+	assert.EqualValues(t, base.Unix(), r["secs"])
+	assert.InDelta(t, 42.5*float64(sent), r["usage"], 1e-9)
+	assert.EqualValues(t, 8*sent, r["cores"])
+	assert.Equal(t, true, r["busy"])
+	tables := duckdb(t, "SELECT DISTINCT split_part(file, '/', -4) AS t FROM glob('"+dataDir+"/**/*.parquet')")
+	assert.Len(t, tables, 1, "the refused payloads wrote nothing: %v", tables)
+}
