@@ -11,11 +11,13 @@ MDATAGEN_VERSION := v0.161.0
 TELEMETRYGEN_VERSION := v0.161.0
 DUCKDB_VERSION := 1.5.6
 PYARROW_VERSION := 22.0.0
+CHDB_VERSION := 26.9.0
 OCB         := $(TOOLS)/builder
 MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
+CHDB        := $(TOOLS)/chdb/chdb
 DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
@@ -51,7 +53,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -87,6 +89,12 @@ $(DUCKDB):
 # of its own since 16.0).
 $(PYARROW):
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/py pyarrow==$(PYARROW_VERSION)
+
+# ClickHouse 26.9 embedded in chdb-core: the tests run docs/QUERIES.md's
+# ClickHouse queries with it, and tools/chserver.py serves it over the
+# native and HTTP protocols.
+$(CHDB):
+	python3 -m pip install --quiet --no-deps --target $(TOOLS)/chdb chdb-core==$(CHDB_VERSION)
 
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the
 # collector, then the sidecar flushes every buffered row and exits.

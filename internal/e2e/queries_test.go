@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// cookbookQuery matches a DuckDB query block of docs/QUERIES.md.
-var cookbookQuery = regexp.MustCompile("(?s)```sql\n-- name: (\\S+)\n(.*?)```")
+// cookbookQuery matches a DuckDB query block of docs/QUERIES.md,
+// clickhouseQuery its ClickHouse variant.
+var (
+	cookbookQuery   = regexp.MustCompile("(?s)```sql\n-- name: (\\S+)\n(.*?)```")
+	clickhouseQuery = regexp.MustCompile("(?s)```sql\n-- clickhouse: (\\S+)\n(.*?)```")
+)
+
+// chdbScript runs the SQL on stdin in ClickHouse (chdb-core) and prints
+// the rows as JSON, one per line.
+const chdbScript = "import chdb, sys\nprint(chdb.query(sys.stdin.read(), 'JSONEachRow'))\n"
 
 type rows []map[string]any
 
@@ -184,5 +193,52 @@ func TestQueryCookbook(t *testing.T) {
 	}
 	for name := range checks {
 		assert.True(t, slices.Contains(names, name), "check %q has no query in QUERIES.md", name)
+	}
+
+	// The ClickHouse variants, on the same files, answer with the same rows.
+	chdb := filepath.Join(repoRoot, ".tools", "chdb")
+	_, err = os.Stat(filepath.Join(chdb, "chdb"))
+	require.NoError(t, err, "chdb-core not installed: run `make tools`")
+	variants := clickhouseQuery.FindAllStringSubmatch(string(doc), -1)
+	require.NotEmpty(t, variants)
+	for _, m := range variants {
+		name, sql := m[1], m[2]
+		t.Run("clickhouse/"+name, func(t *testing.T) {
+			cmd := exec.Command("python3", "-c", chdbScript)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
+			cmd.Stdin = strings.NewReader(sql)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "clickhouse: %s", out)
+			var got rows
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if line == "" {
+					continue
+				}
+				var r map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+				got = append(got, r)
+			}
+			if name == "count" {
+				require.Len(t, got, 1)
+				n := duckdb(t, "SELECT count(*) AS n FROM "+table(filepath.Join(dir, "data"), "traces"))[0]["n"]
+				assert.EqualValues(t, n, got[0]["count()"])
+				return
+			}
+			want := run(name)
+			assert.Len(t, got, len(want), "ClickHouse and DuckDB answer %s with as many rows", name)
+			first := func(r rows) []any {
+				var out []any
+				for _, row := range r {
+					for _, k := range []string{"service_name", "phase", "event_type"} {
+						if v, ok := row[k]; ok {
+							out = append(out, v)
+						}
+					}
+				}
+				return out
+			}
+			assert.ElementsMatch(t, first(want), first(got), "same groups")
+		})
 	}
 }
