@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -326,4 +325,3 @@ func telemetrygen(t *testing.T, endpoint string, args ...string) {
 	require.NoError(t, err, "telemetrygen %v: %s", args, out)
 }
 
-var _ = io.Discard
