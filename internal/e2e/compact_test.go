@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,9 +60,15 @@ func TestCompactCommandAndEndpoint(t *testing.T) {
 	require.NoError(t, err, "arcstore compact: %s", res)
 	assert.Contains(t, string(res), "compacted ")
 	assert.Equal(t, before, summary(), "same rows per partition, partition columns intact")
+	closed := 0
 	for dir, n := range filesPerPartition(t, filepath.Join(data, "default", "traces")) {
+		if !hourEnded(t, dir) {
+			continue // the current hour is still open: compaction leaves it
+		}
+		closed++
 		assert.Equal(t, 1, n, "%s: one file after compaction", dir)
 	}
+	assert.Positive(t, closed, "the 90-minute story spans at least one closed hour")
 
 	// A running sidecar: nothing left to compact, and it says so.
 	sc := startSidecar(t, data, addr(freePort(t)), addr(freePort(t)))
@@ -79,4 +86,14 @@ func TestCompactCommandAndEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(text), `arcstore_compactions_total{result="ok"} 1`)
 	sc.stop(t, 30*time.Second)
+}
+
+// hourEnded reports whether a date=YYYY-MM-DD/hour=H folder's hour is over.
+func hourEnded(t *testing.T, dir string) bool {
+	t.Helper()
+	hour, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "hour="))
+	require.NoError(t, err)
+	day, err := time.Parse(time.DateOnly, strings.TrimPrefix(filepath.Base(filepath.Dir(dir)), "date="))
+	require.NoError(t, err)
+	return !day.Add(time.Duration(hour+1) * time.Hour).After(time.Now())
 }

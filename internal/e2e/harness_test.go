@@ -324,4 +324,3 @@ func telemetrygen(t *testing.T, endpoint string, args ...string) {
 	out, err := exec.Command(tool(t, "TELEMETRYGEN_BIN", "telemetrygen"), args...).CombinedOutput()
 	require.NoError(t, err, "telemetrygen %v: %s", args, out)
 }
-
