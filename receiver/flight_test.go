@@ -39,11 +39,17 @@ type fixture struct {
 	metrics *Metrics
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves a store on a loopback Flight server; with sets options
+// of the store a test needs beyond the defaults.
+func newFixture(t *testing.T, with ...func(*storage.Options)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	metrics := NewMetrics()
-	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, Observer: metrics})
+	opts := storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, Observer: metrics}
+	for _, w := range with {
+		w(&opts)
+	}
+	store, err := storage.Open(opts)
 	require.NoError(t, err)
 	metrics.WatchStore(store)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

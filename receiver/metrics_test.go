@@ -3,6 +3,9 @@ package receiver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,13 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
@@ -92,6 +99,120 @@ func TestMetricsCountWhatWasStoredAndRefused(t *testing.T) {
 	assert.Equal(t, 1.0, value(fams, "arcstore_flushes_total", map[string]string{"result": "ok"}))
 	assert.Equal(t, 1.0, value(fams, "arcstore_flush_duration_seconds", nil))
 	assert.Zero(t, value(fams, "arcstore_buffer_bytes", nil), "flushed")
+}
+
+// TestMetricsPerDatabaseAndTable sends known batches through the Flight
+// server and reads them back from /metrics, per database and table.
+func TestMetricsPerDatabaseAndTable(t *testing.T) {
+	// stream is one DoPut: the rows of each batch; bad is the index of a
+	// batch that fails validation (-1: none), which ends the stream.
+	type stream struct {
+		database string
+		rows     []int
+		bad      int
+	}
+	// tally is what /metrics should say about one database's logs table.
+	type tally struct{ received, stored, rejected, acks float64 }
+	for _, tt := range []struct {
+		name         string
+		maxBuffer    int64
+		streams      []stream
+		want         map[string]tally
+		backpressure float64
+	}{
+		{
+			name:    "every batch stored",
+			streams: []stream{{"default", []int{3, 2}, -1}, {"prod", []int{1}, -1}, {"default", []int{4}, -1}},
+			want:    map[string]tally{"default": {9, 9, 0, 3}, "prod": {1, 1, 0, 1}},
+		},
+		{
+			name:    "an invalid batch is rejected, the one before it stored",
+			streams: []stream{{"default", []int{2}, -1}, {"prod", []int{1, 3}, 1}},
+			want:    map[string]tally{"default": {2, 2, 0, 1}, "prod": {4, 1, 3, 1}},
+		},
+		{
+			name:         "backpressure",
+			maxBuffer:    1, // below any batch: every write is refused
+			streams:      []stream{{"default", []int{2}, -1}},
+			want:         map[string]tally{"default": {2, 0, 2, 0}},
+			backpressure: 1,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(o *storage.Options) { o.MaxBufferBytes = tt.maxBuffer })
+			for i, st := range tt.streams {
+				var recs []arrow.RecordBatch
+				for j, n := range st.rows {
+					ts := t0
+					if j == st.bad {
+						ts = time.Now().AddDate(5, 0, 0) // past the accepted future
+					}
+					times := make([]time.Time, n)
+					for k := range times {
+						times[k] = ts
+					}
+					rec, _ := storagetest.LogBatch(t, fmt.Sprintf("%d-%d", i, j), times...)
+					defer rec.Release()
+					recs = append(recs, rec)
+				}
+				acks, err := f.put(t, arcflight.Descriptor(st.database, "logs"), recs...)
+				if st.bad < 0 && tt.backpressure == 0 {
+					require.NoError(t, err)
+					assert.Len(t, acks, len(recs))
+				} else if tt.backpressure > 0 {
+					assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+				} else {
+					assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+				}
+			}
+
+			fams := scrapeMetrics(t, f.metrics)
+			var stored float64
+			for db, want := range tt.want {
+				labels := map[string]string{"database": db, "table": "logs"}
+				got := tally{
+					received: value(fams, "arcstore_rows_received_total", labels),
+					stored:   value(fams, "arcstore_rows_stored_total", labels),
+					rejected: value(fams, "arcstore_rows_rejected_total", labels),
+					acks:     value(fams, "arcstore_ack_duration_seconds", labels),
+				}
+				assert.Equal(t, want, got, db)
+				assert.Equal(t, got.received, got.stored+got.rejected, "%s: every row received is stored or rejected", db)
+				assert.Equal(t, value(fams, "arcstore_bytes_received_total", labels),
+					value(fams, "arcstore_bytes_stored_total", labels)+value(fams, "arcstore_bytes_rejected_total", labels), db)
+				assert.Positive(t, value(fams, "arcstore_bytes_received_total", labels), db)
+				stored += got.stored
+			}
+			assert.Zero(t, value(fams, "arcstore_rows_dropped_total", nil))
+			assert.Len(t, fams["arcstore_rows_dropped_total"].GetMetric(), len(tt.want), "dropped is visible at 0 for every table seen")
+			assert.Equal(t, tt.backpressure, value(fams, "arcstore_backpressure_total", nil))
+			if stored > 0 {
+				assert.Positive(t, value(fams, "arcstore_wal_fsync_duration_seconds", nil))
+				assert.Positive(t, value(fams, "arcstore_wal_group_batches", nil))
+				assert.Positive(t, value(fams, "arcstore_buffer_bytes", nil))
+			}
+		})
+	}
+}
+
+// TestMetricsEndpoint checks what a Prometheus scraper gets over HTTP.
+func TestMetricsEndpoint(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(f.metrics.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + PathMetrics)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, name := range []string{
+		"arcstore_buffer_limit_bytes", "arcstore_backpressure_total", "arcstore_wal_segments",
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		assert.Contains(t, string(body), name)
+	}
 }
 
 // The Grafana dashboard only charts metrics the sidecar serves.
