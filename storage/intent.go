@@ -54,7 +54,7 @@ func (s *Store) publish(in *flushIntent) error {
 			return fmt.Errorf("sync partition dir: %w", err)
 		}
 	}
-	if err := s.wal.removeThrough(in.LastSeq); err != nil {
+	if err := s.walDone(in.LastSeq); err != nil {
 		return err
 	}
 	if err := s.fs.Remove(s.intentPath()); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -19,6 +19,8 @@ type Observer interface {
 	Compacted(CompactStats)
 	// Retired reports partitions deleted by retention.
 	Retired(partitions int)
+	// SinkWrote reports one write of a sink.
+	SinkWrote(SinkWritten)
 }
 
 // Commit is one WAL group commit: the batches written (duplicates
@@ -49,6 +51,7 @@ func (nopObserver) Committed(Commit)       {}
 func (nopObserver) Flushed(Flush)          {}
 func (nopObserver) Compacted(CompactStats) {}
 func (nopObserver) Retired(int)            {}
+func (nopObserver) SinkWrote(SinkWritten)  {}
 
 // MaxBufferBytes is the configured ceiling of buffered bytes.
 func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }

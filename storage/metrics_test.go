@@ -23,6 +23,7 @@ type recorder struct {
 	mu      sync.Mutex
 	commits []Commit
 	flushes []Flush
+	sinks   []SinkWritten
 }
 
 func (r *recorder) Committed(c Commit) {
@@ -39,6 +40,12 @@ func (r *recorder) Flushed(f Flush) {
 
 func (r *recorder) Compacted(CompactStats) {}
 func (r *recorder) Retired(int)            {}
+
+func (r *recorder) SinkWrote(w SinkWritten) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sinks = append(r.sinks, w)
+}
 
 func (r *recorder) seen() ([]Commit, []Flush) {
 	r.mu.Lock()

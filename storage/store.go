@@ -52,6 +52,17 @@ type Options struct {
 	// query (docs/PERFORMANCE.md); data with many services may differ.
 	CompactSort bool
 	Retention   Retention
+	// Sinks get every acknowledged row besides the Parquet files (or, with
+	// NoParquet, instead of them).
+	Sinks []Sink
+	// NoParquet writes no Parquet files; the sinks are the storage.
+	NoParquet bool
+	// MaxWALBytes bounds the WAL on disk. A sink that is down or slow holds
+	// segments back; past the bound Append answers ErrBackpressure.
+	MaxWALBytes int64
+	// SinkDrainTimeout is how long Close waits for the sinks to store the
+	// last segments; what they miss stays in the WAL for the next start.
+	SinkDrainTimeout time.Duration
 }
 
 // Defaults.
@@ -59,6 +70,8 @@ const (
 	DefaultFlushInterval  = 10 * time.Second
 	DefaultFlushBytes     = 32 << 20
 	DefaultMaxBufferBytes = 128 << 20
+	DefaultMaxWALBytes    = 4 << 30
+	defaultSinkDrain      = 10 * time.Second
 	maxGroup              = 256
 )
 
@@ -100,6 +113,15 @@ type Store struct {
 	compactMu   sync.Mutex
 	compactHook func(step string) error // tests crash compactions here
 	lock        *os.File
+
+	sinks         []*sinkRunner
+	sidecarID     string
+	parquetDone   atomic.Uint64 // last WAL segment whose rows are in Parquet
+	closedThrough atomic.Uint64 // last WAL segment that takes no more writes
+	walBytes      atomic.Int64
+	trimMu        sync.Mutex
+	sinkDrained   chan struct{} // closed when Close stops waiting for sinks
+	sinkCancel    context.CancelFunc
 }
 
 type appendReq struct {
@@ -120,6 +142,9 @@ func Open(opts Options) (*Store, error) {
 	if _, err := parquetfile.Codec(opts.Compression); err != nil {
 		return nil, err
 	}
+	if opts.NoParquet && len(opts.Sinks) == 0 {
+		return nil, errors.New("no storage: Parquet is off and no sink is configured")
+	}
 	s := &Store{
 		opts:     opts,
 		fs:       opts.FS,
@@ -134,6 +159,11 @@ func Open(opts Options) (*Store, error) {
 		gen:      newGeneration(),
 		madeDirs: map[string]bool{},
 		dedup:    newDedup(opts.DedupWindow),
+
+		sinkDrained: make(chan struct{}),
+	}
+	for _, sk := range opts.Sinks {
+		s.sinks = append(s.sinks, &sinkRunner{sink: sk, wake: make(chan struct{}, 1)})
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.wal = &wal{fs: s.fs, dir: filepath.Join(s.sysDir, walDirName), log: s.log}
@@ -154,6 +184,12 @@ func Open(opts Options) (*Store, error) {
 	if opts.CompactInterval > 0 {
 		s.wg.Add(1)
 		go s.maintainLoop()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.sinkCancel = cancel
+	for _, r := range s.sinks {
+		s.wg.Add(1)
+		go s.sinkLoop(ctx, r)
 	}
 	return s, nil
 }
@@ -186,6 +222,12 @@ func withDefaults(o Options) Options {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	if o.MaxWALBytes <= 0 {
+		o.MaxWALBytes = DefaultMaxWALBytes
+	}
+	if o.SinkDrainTimeout <= 0 {
+		o.SinkDrainTimeout = defaultSinkDrain
+	}
 	return o
 }
 
@@ -194,6 +236,9 @@ func (s *Store) recover() error {
 		if err := s.fs.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
+	}
+	if err := s.loadSinkState(); err != nil {
+		return err
 	}
 	if err := s.recoverIntent(); err != nil {
 		return err
@@ -213,9 +258,18 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
-	var last uint64
+	// Segments only sinks still need are not Parquet's to replay; their
+	// batch IDs were saved by the flush that covered them.
+	last := s.parquetDone.Load()
+	for _, r := range s.sinks {
+		last = max(last, r.done.Load())
+	}
 	replayed := 0
 	for _, seq := range seqs {
+		last = max(last, seq)
+		if !s.opts.NoParquet && seq <= s.parquetDone.Load() {
+			continue
+		}
 		err := replaySegment(s.fs, s.wal.dir, seq, s.log, func(e walEntry) error {
 			replayed++
 			return s.replayEntry(e)
@@ -223,13 +277,16 @@ func (s *Store) recover() error {
 		if err != nil {
 			return err
 		}
-		last = seq
 	}
 	if replayed > 0 {
 		s.log.Info("replayed the write-ahead log", "segments", len(seqs), "batches", replayed, "rows", s.gen.rows)
 		s.requestFlush()
 	}
 	s.gen.lastSeq = last
+	s.closedThrough.Store(last)
+	if _, size, err := s.WALStats(); err == nil {
+		s.walBytes.Store(size)
+	}
 	return s.wal.openSegment(last + 1)
 }
 
@@ -249,9 +306,21 @@ func (s *Store) replayEntry(e walEntry) error {
 	if err := t.Check(rec); err != nil {
 		return err
 	}
-	s.gen.add(e.database, t, rec, len(e.ipc))
-	s.buffered.Add(int64(len(e.ipc)))
+	s.addToGen(e.database, t, rec, len(e.ipc))
 	return nil
+}
+
+// addToGen buffers a durable record for the next flush. Without Parquet
+// only its size counts (it starts flushes, which close WAL segments for
+// the sinks to read).
+func (s *Store) addToGen(database string, t *Table, rec arrow.RecordBatch, size int) {
+	if s.opts.NoParquet {
+		s.gen.rows += rec.NumRows()
+		s.gen.bytes += int64(size)
+	} else {
+		s.gen.add(database, t, rec, size)
+	}
+	s.buffered.Add(int64(size))
 }
 
 // clearTmp removes temp files of flushes that never wrote their intent.
@@ -305,6 +374,9 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	if s.buffered.Load()+size > s.opts.MaxBufferBytes {
 		s.requestFlush()
 		return ErrBackpressure
+	}
+	if wal := s.walBytes.Load(); wal+size > s.opts.MaxWALBytes {
+		return fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)", ErrBackpressure, wal, s.opts.MaxWALBytes)
 	}
 	reqs := make([]*appendReq, 0, len(batches))
 	for _, b := range batches {
@@ -388,7 +460,7 @@ func (s *Store) commitGroup() {
 		// it and cuts the segment back.
 		_ = s.wal.write(s.scratch, r.ipc)
 		written++
-		bytes += int64(len(s.scratch) + len(r.ipc))
+		bytes += int64(recordHeaderSize + len(s.scratch) + len(r.ipc))
 	}
 	start := time.Now()
 	err := s.wal.commit(durable)
@@ -399,14 +471,15 @@ func (s *Store) commitGroup() {
 			if r.id != NoDedup {
 				s.dedup.add(r.id, now)
 			}
-			s.gen.add(r.database, r.table, r.rec, len(r.ipc))
-			s.buffered.Add(int64(len(r.ipc)))
+			s.addToGen(r.database, r.table, r.rec, len(r.ipc))
 		}
 		r.rec.Release()
 		r.done <- err
 	}
 	if err != nil {
 		s.log.Error("wal commit failed; batches were not acknowledged", "batches", len(s.group), "error", err)
+	} else {
+		s.walBytes.Add(bytes)
 	}
 	clear(s.group)
 	if s.gen.bytes >= s.opts.FlushBytes {
@@ -429,6 +502,8 @@ func (s *Store) rotate() *generation {
 	}
 	old.lastSeq = s.wal.seq - 1
 	s.gen = newGeneration()
+	s.closedThrough.Store(old.lastSeq)
+	s.wakeSinks()
 	return old
 }
 
@@ -545,8 +620,15 @@ func (s *Store) Close() error {
 	s.closeMu.Lock() // waits for in-flight Appends
 	s.closeMu.Unlock()
 	err := s.Flush()
+	s.drainSinks()
 	close(s.quit)
+	s.sinkCancel()
 	s.wg.Wait()
+	for _, r := range s.sinks {
+		if cerr := r.sink.Close(); cerr != nil {
+			s.log.Warn("close sink", "sink", r.sink.Name(), "error", cerr)
+		}
+	}
 	if s.pending != nil {
 		s.pending.gen.release()
 	}

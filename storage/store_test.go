@@ -49,6 +49,7 @@ func openStore(t *testing.T, dir string, fsys FS) *Store {
 func (s *Store) crash() {
 	s.closing.Store(true)
 	close(s.quit)
+	s.sinkCancel()
 	s.wg.Wait()
 	s.wal.close()
 	s.gen.release()

@@ -60,18 +60,22 @@ func segments(fsys FS, dir string) ([]uint64, error) {
 	}
 	var seqs []uint64
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), segmentExt)
-		if !ok {
-			continue
+		if seq, ok := segmentSeq(e.Name()); ok {
+			seqs = append(seqs, seq)
 		}
-		seq, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		seqs = append(seqs, seq)
 	}
 	slices.Sort(seqs)
 	return seqs, nil
+}
+
+// segmentSeq parses a segment file name.
+func segmentSeq(name string) (uint64, bool) {
+	base, ok := strings.CutSuffix(name, segmentExt)
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(base, 10, 64)
+	return seq, err == nil
 }
 
 // openSegment starts segment seq, which must not exist yet.
@@ -160,21 +164,33 @@ func (w *wal) close() error {
 	return err
 }
 
-// removeThrough deletes the segments up to and including seq.
-func (w *wal) removeThrough(seq uint64) error {
-	seqs, err := segments(w.fs, w.dir)
+// removeThrough deletes the closed segments up to and including seq and
+// returns the bytes it freed. The open segment is never among them: callers
+// pass at most the last closed segment.
+func (w *wal) removeThrough(seq uint64) (int64, error) {
+	entries, err := w.fs.ReadDir(w.dir)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("list wal: %w", err)
 	}
-	for _, s := range seqs {
-		if s > seq || s == w.seq {
-			break
+	var freed int64
+	removed := false
+	for _, e := range entries {
+		s, ok := segmentSeq(e.Name())
+		if !ok || s > seq {
+			continue
 		}
-		if err := w.fs.Remove(filepath.Join(w.dir, segmentName(s))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove wal segment: %w", err)
+		if info, err := e.Info(); err == nil {
+			freed += info.Size()
 		}
+		if err := w.fs.Remove(filepath.Join(w.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return freed, fmt.Errorf("remove wal segment: %w", err)
+		}
+		removed = true
 	}
-	return w.fs.SyncDir(w.dir)
+	if !removed {
+		return 0, nil
+	}
+	return freed, w.fs.SyncDir(w.dir)
 }
 
 // walEntry is one replayed record.

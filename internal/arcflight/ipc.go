@@ -202,3 +202,17 @@ func checkLengths(batch *flatbuffers.Table, bodyLen int64) error {
 	}
 	return nil
 }
+
+// SchemaFrameLen returns the length of the schema message that opens an IPC
+// stream (continuation marker, length, metadata; a schema has no body), or
+// 0 if the stream is too short to hold one.
+func SchemaFrameLen(stream []byte) int {
+	if len(stream) < 8 {
+		return 0
+	}
+	n := 8 + int(binary.LittleEndian.Uint32(stream[4:8]))
+	if n > len(stream) {
+		return 0
+	}
+	return n
+}

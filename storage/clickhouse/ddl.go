@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // TableOptions shape the DDL.
@@ -17,42 +17,128 @@ type TableOptions struct {
 	// "INTERVAL 30 DAY" after which rows expire.
 	TTL string
 	// DedupWindow is how many recent inserts MergeTree remembers to drop a
-	// repeated insert_deduplication_token (a replayed WAL batch).
+	// repeated insert_deduplication_token (a replayed WAL segment).
 	DedupWindow int
+	// Cluster, if set, creates the tables ON CLUSTER: a ReplicatedMergeTree
+	// table <name>_local on every node and a Distributed table <name> over
+	// them, which is the one written and queried.
+	Cluster string
 }
 
-// CreateTable returns the CREATE TABLE statement of one contract table in
-// database. Types follow the Arrow schema; strings the Parquet schema
-// dictionary-encodes become LowCardinality, attribute maps
-// Map(LowCardinality(String), String), timestamps DateTime64(9, 'UTC').
-func CreateTable(database string, t *schema.Table, o TableOptions) (string, error) {
-	var cols []string
-	for _, f := range t.Arrow.Fields() {
-		typ, err := columnType(f.Type, f.Nullable, lowCardinality(t.Parquet, f.Name))
-		if err != nil {
-			return "", fmt.Errorf("column %s: %w", f.Name, err)
-		}
-		cols = append(cols, fmt.Sprintf("  %s %s", quote(f.Name), typ))
+// DefaultDedupWindow covers hours of segments from many sidecars: each
+// sidecar inserts one block per table per WAL segment (about one every ten
+// seconds).
+const DefaultDedupWindow = 10000
+
+// localSuffix names the per-node tables under a Distributed table.
+const localSuffix = "_local"
+
+// CreateTable returns the statements that create one table in database:
+// one for a single server, two (local and Distributed) for a cluster.
+// Column types follow the Arrow schema; strings the Parquet schema
+// dictionary-encodes become LowCardinality in the OTLP tables, attribute
+// maps Map(LowCardinality(String), String), timestamps DateTime64(9, 'UTC').
+func CreateTable(database string, t *storage.Table, o TableOptions) ([]string, error) {
+	cols, err := columnDefs(t)
+	if err != nil {
+		return nil, err
 	}
 	if slices.Contains(t.BloomColumns, schema.ColTraceID) {
 		cols = append(cols, "  INDEX idx_trace_id trace_id TYPE bloom_filter(0.01) GRANULARITY 1")
 	}
-	order := make([]string, len(t.SortColumns))
-	for i, c := range t.SortColumns {
-		order[i] = quote(c)
+	order := sortKey(t)
+	window := o.DedupWindow
+	if window <= 0 {
+		window = DefaultDedupWindow
+	}
+	name, engine, setting := quote(t.Name), "MergeTree", "non_replicated_deduplication_window"
+	onCluster := ""
+	if o.Cluster != "" {
+		onCluster = " ON CLUSTER " + quote(o.Cluster)
+		name = quote(t.Name + localSuffix)
+		engine = fmt.Sprintf("ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}')", database, t.Name+localSuffix)
+		setting = "replicated_deduplication_window"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s\n(\n%s\n)\nENGINE = MergeTree\nPARTITION BY toDate(time)\nORDER BY (%s)\n",
-		quote(database), quote(t.Name), strings.Join(cols, ",\n"), strings.Join(order, ", "))
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s%s\n(\n%s\n)\nENGINE = %s\nPARTITION BY toDate(time)\nORDER BY (%s)\n",
+		quote(database), name, onCluster, strings.Join(cols, ",\n"), engine, strings.Join(order, ", "))
 	if o.TTL != "" {
 		fmt.Fprintf(&b, "TTL toDateTime(time) + %s\n", o.TTL)
 	}
-	window := o.DedupWindow
-	if window <= 0 {
-		window = 10000
+	fmt.Fprintf(&b, "SETTINGS %s = %d", setting, window)
+	stmts := []string{b.String()}
+	if o.Cluster != "" {
+		stmts = append(stmts, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)",
+			quote(database), quote(t.Name), onCluster, quote(database), name,
+			quote(o.Cluster), quote(database), name, shardKey(t)))
 	}
-	fmt.Fprintf(&b, "SETTINGS non_replicated_deduplication_window = %d", window)
-	return b.String(), nil
+	return stmts, nil
+}
+
+// CreateDatabase returns the statement that creates database.
+func CreateDatabase(database, cluster string) string {
+	stmt := "CREATE DATABASE IF NOT EXISTS " + quote(database)
+	if cluster != "" {
+		stmt += " ON CLUSTER " + quote(cluster)
+	}
+	return stmt
+}
+
+// AddColumns returns the statements that give an existing measurement
+// table the columns of a newer schema.
+func AddColumns(database string, t *storage.Table, cluster string) ([]string, error) {
+	cols, err := columnDefs(t)
+	if err != nil {
+		return nil, err
+	}
+	targets := []string{quote(t.Name)}
+	onCluster := ""
+	if cluster != "" {
+		onCluster = " ON CLUSTER " + quote(cluster)
+		targets = []string{quote(t.Name + localSuffix), quote(t.Name)}
+	}
+	var stmts []string
+	for _, target := range targets {
+		for _, c := range cols {
+			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s.%s%s ADD COLUMN IF NOT EXISTS %s", quote(database), target, onCluster, strings.TrimSpace(c)))
+		}
+	}
+	return stmts, nil
+}
+
+func columnDefs(t *storage.Table) ([]string, error) {
+	otlp := storage.IsOTLPTable(t.Name)
+	var cols []string
+	for _, f := range t.Arrow.Fields() {
+		c, err := newColumn(f.Type, f.Nullable, otlp && lowCardinality(t.Parquet, f.Name))
+		if err != nil {
+			return nil, fmt.Errorf("table %s column %s: %w", t.Name, f.Name, err)
+		}
+		cols = append(cols, fmt.Sprintf("  %s %s", quote(f.Name), c.Type()))
+	}
+	return cols, nil
+}
+
+// sortKey is the table's sort columns; a measurement table sorts by time.
+func sortKey(t *storage.Table) []string {
+	sort := t.SortColumns
+	if len(sort) == 0 {
+		sort = []string{"time"}
+	}
+	out := make([]string, len(sort))
+	for i, c := range sort {
+		out[i] = quote(c)
+	}
+	return out
+}
+
+// shardKey keeps the rows of one trace on one shard where the table has
+// trace ids, so trace lookups and per-trace aggregates stay local.
+func shardKey(t *storage.Table) string {
+	if t.Arrow.HasField(schema.ColTraceID) {
+		return "cityHash64(trace_id)"
+	}
+	return "rand()"
 }
 
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
@@ -66,66 +152,4 @@ func lowCardinality(s *parquet.Schema, name string) bool {
 	}
 	enc := f.Node.Encoding()
 	return enc != nil && enc.Encoding() == parquet.RLEDictionary.Encoding()
-}
-
-func columnType(dt arrow.DataType, nullable, lowCard bool) (string, error) {
-	base, err := baseType(dt)
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case lowCard && nullable:
-		return "LowCardinality(Nullable(" + base + "))", nil
-	case lowCard:
-		return "LowCardinality(" + base + ")", nil
-	case nullable && canBeNullable(dt):
-		return "Nullable(" + base + ")", nil
-	}
-	return base, nil
-}
-
-// canBeNullable: ClickHouse has no nullable composite types; a null list or
-// map reads as an empty one, which is what the contract stores anyway.
-func canBeNullable(dt arrow.DataType) bool {
-	switch dt.ID() {
-	case arrow.LIST, arrow.MAP, arrow.STRUCT:
-		return false
-	}
-	return true
-}
-
-func baseType(dt arrow.DataType) (string, error) {
-	switch t := dt.(type) {
-	case *arrow.TimestampType:
-		return "DateTime64(9, 'UTC')", nil
-	case *arrow.StringType:
-		return "String", nil
-	case *arrow.Int64Type:
-		return "Int64", nil
-	case *arrow.Int32Type:
-		return "Int32", nil
-	case *arrow.Float64Type:
-		return "Float64", nil
-	case *arrow.BooleanType:
-		return "Bool", nil
-	case *arrow.MapType:
-		return "Map(LowCardinality(String), String)", nil
-	case *arrow.ListType:
-		elem, err := columnType(t.Elem(), t.ElemField().Nullable && canBeNullable(t.Elem()), false)
-		if err != nil {
-			return "", err
-		}
-		return "Array(" + elem + ")", nil
-	case *arrow.StructType:
-		fields := make([]string, len(t.Fields()))
-		for i, f := range t.Fields() {
-			ft, err := columnType(f.Type, f.Nullable, false)
-			if err != nil {
-				return "", fmt.Errorf("%s: %w", f.Name, err)
-			}
-			fields[i] = quote(f.Name) + " " + ft
-		}
-		return "Tuple(" + strings.Join(fields, ", ") + ")", nil
-	}
-	return "", fmt.Errorf("no ClickHouse type for Arrow %s", dt)
 }

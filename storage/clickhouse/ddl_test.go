@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/clickhouse/chtest"
 )
 
@@ -24,10 +25,13 @@ func TestCreateTablesInClickHouse(t *testing.T) {
 	defer c.Close()
 	require.NoError(t, c.Do(ctx, ch.Query{Body: "CREATE DATABASE IF NOT EXISTS arc"}))
 	for _, name := range schema.Names() {
-		tbl, _ := schema.Lookup(name)
+		tbl, err := storage.LookupTable(name)
+		require.NoError(t, err)
 		t.Run(name, func(t *testing.T) {
-			ddl, err := CreateTable("arc", tbl, TableOptions{TTL: "INTERVAL 30 DAY"})
+			stmts, err := CreateTable("arc", tbl, TableOptions{TTL: "INTERVAL 30 DAY"})
 			require.NoError(t, err)
+			require.Len(t, stmts, 1, "one table on a single server")
+			ddl := stmts[0]
 			require.NoError(t, c.Do(ctx, ch.Query{Body: ddl}), ddl)
 			require.NoError(t, c.Do(ctx, ch.Query{Body: ddl}), "IF NOT EXISTS: creating twice is fine")
 

@@ -5,12 +5,15 @@ package chtest
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,6 +22,12 @@ import (
 type Server struct {
 	// Native and HTTP are host:port addresses on loopback.
 	Native, HTTP string
+
+	t         testing.TB
+	dir       string
+	tcp, http int
+	cmd       *exec.Cmd
+	log       *os.File
 }
 
 func repoRoot() string {
@@ -40,16 +49,25 @@ func freePort(t testing.TB) int {
 // make test, which does.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s := &Server{t: t, dir: t.TempDir(), tcp: freePort(t), http: freePort(t)}
+	s.Native = "127.0.0.1:" + strconv.Itoa(s.tcp)
+	s.HTTP = "127.0.0.1:" + strconv.Itoa(s.http)
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start() {
+	t := s.t
+	t.Helper()
 	root := repoRoot()
 	chdb := filepath.Join(root, ".tools", "chdb")
 	if _, err := os.Stat(filepath.Join(chdb, "chdb")); err != nil {
 		t.Fatalf("chdb-core not found under %s: run `make tools`", chdb)
 	}
-	tcp, http := freePort(t), freePort(t)
-	dir := t.TempDir()
-	cmd := exec.Command("python3", filepath.Join(root, "tools", "chserver.py"), dir, strconv.Itoa(tcp), strconv.Itoa(http))
+	cmd := exec.Command("python3", filepath.Join(root, "tools", "chserver.py"), s.dir, strconv.Itoa(s.tcp), strconv.Itoa(s.http))
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
-	log, err := os.Create(filepath.Join(dir, "chserver.log"))
+	log, err := os.OpenFile(filepath.Join(s.dir, "chserver.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,21 +75,60 @@ func Start(t testing.TB) *Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start chserver: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		log.Close()
-	})
-	s := &Server{Native: "127.0.0.1:" + strconv.Itoa(tcp), HTTP: "127.0.0.1:" + strconv.Itoa(http)}
+	s.cmd, s.log = cmd, log
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.Dial("tcp", s.Native); err == nil {
 			c.Close()
-			return s
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	out, _ := os.ReadFile(filepath.Join(dir, "chserver.log"))
-	t.Fatalf("ClickHouse did not listen on %s: %s", s.Native, fmt.Sprint(string(out)))
-	return nil
+	out, _ := os.ReadFile(filepath.Join(s.dir, "chserver.log"))
+	t.Fatalf("ClickHouse did not listen on %s: %s", s.Native, out)
+}
+
+// Stop kills the server (an outage, or the end of the test). Its data stay.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.log.Close()
+	s.cmd = nil
+}
+
+// Restart starts a stopped server again on the same ports and data.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.start()
+}
+
+// Query runs sql over HTTP and returns the answer (TabSeparated unless the
+// query says otherwise).
+func (s *Server) Query(sql string) (string, error) {
+	resp, err := http.Post("http://"+s.HTTP+"/", "text/plain", strings.NewReader(sql))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("clickhouse: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return string(body), nil
+}
+
+// MustQuery is Query that fails the test on an error and trims the answer.
+func (s *Server) MustQuery(sql string) string {
+	s.t.Helper()
+	out, err := s.Query(sql)
+	if err != nil {
+		s.t.Fatalf("%s: %v", sql, err)
+	}
+	return strings.TrimSpace(out)
 }

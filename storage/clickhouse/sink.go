@@ -1,0 +1,230 @@
+package clickhouse
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/ch-go"
+	"github.com/ClickHouse/ch-go/proto"
+
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// SinkName is the sink's name in the data directory, logs and metrics.
+const SinkName = "clickhouse"
+
+// Config configures the sink.
+type Config struct {
+	// Addr is host:port of the native protocol (9000, or 9440 with TLS).
+	Addr     string
+	User     string
+	Password string
+	// TLS, if set, encrypts the connection.
+	TLS *tls.Config
+	// Cluster, if set, creates tables ON CLUSTER with Distributed tables
+	// over ReplicatedMergeTree ones (see CreateTable).
+	Cluster string
+	// TTL, if set, expires rows: a ClickHouse interval such as "INTERVAL 30 DAY".
+	TTL string
+	// DedupWindow is the tables' insert deduplication window, in inserts.
+	DedupWindow int
+	// DialTimeout bounds connecting; 5 s if zero.
+	DialTimeout time.Duration
+	// Compression compresses blocks with LZ4 on the wire.
+	Compression bool
+	Logger      *slog.Logger
+}
+
+// Errors of a configuration that cannot work.
+var ErrNoAddr = errors.New("clickhouse address is empty")
+
+// Sink inserts the rows of WAL segments into ClickHouse: one INSERT per
+// table and segment, in the native columnar format, with the segment's
+// token as insert_deduplication_token so that a segment written again after
+// a crash or a lost answer is dropped by the server, not stored twice.
+type Sink struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex // the store writes from one goroutine; this keeps Write and Close apart
+	conn   *ch.Client
+	ready  map[string]bool // tables known to exist with a schema variant's columns
+	blocks map[*storage.Table]*block
+}
+
+// New returns a sink that connects on first use: a ClickHouse that is down
+// at start holds rows in the WAL instead of stopping the sidecar.
+func New(cfg Config) (*Sink, error) {
+	if cfg.Addr == "" {
+		return nil, ErrNoAddr
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Sink{cfg: cfg, log: cfg.Logger, ready: map[string]bool{}, blocks: map[*storage.Table]*block{}}, nil
+}
+
+// Name implements storage.Sink.
+func (s *Sink) Name() string { return SinkName }
+
+// Write implements storage.Sink.
+func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.blockFor(w.Table)
+	if err != nil {
+		return fmt.Errorf("%w: %w", storage.ErrRejected, err)
+	}
+	b.reset()
+	for _, rec := range w.Records {
+		if err := b.append(rec); err != nil {
+			return fmt.Errorf("%w: %w", storage.ErrRejected, err)
+		}
+	}
+	if b.rows() == 0 {
+		return nil
+	}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.ensureTable(ctx, c, w.Database, w.Table); err != nil {
+		return s.fail(err)
+	}
+	table := w.Table.Name
+	settings := []ch.Setting{
+		{Key: "insert_deduplicate", Value: "1", Important: true},
+		{Key: "insert_deduplication_token", Value: w.Token, Important: true},
+	}
+	if s.cfg.Cluster != "" {
+		// Answer only once every shard has its rows, so the WAL is not
+		// trimmed ahead of them.
+		settings = append(settings, ch.Setting{Key: "insert_distributed_sync", Value: "1", Important: true})
+	}
+	err = c.Do(ctx, ch.Query{Body: b.insertQuery(w.Database, table), Input: b.input(), Settings: settings})
+	b.reset() // drop references to the records' buffers
+	if err != nil {
+		return s.fail(fmt.Errorf("insert into %s.%s: %w", w.Database, table, err))
+	}
+	return nil
+}
+
+func (s *Sink) blockFor(t *storage.Table) (*block, error) {
+	if b, ok := s.blocks[t]; ok {
+		return b, nil
+	}
+	b, err := newBlock(t)
+	if err != nil {
+		return nil, err
+	}
+	s.blocks[t] = b
+	return b, nil
+}
+
+func (s *Sink) connect(ctx context.Context) (*ch.Client, error) {
+	if s.conn != nil && !s.conn.IsClosed() {
+		return s.conn, nil
+	}
+	opts := ch.Options{
+		Address:     s.cfg.Addr,
+		User:        s.cfg.User,
+		Password:    s.cfg.Password,
+		TLS:         s.cfg.TLS,
+		DialTimeout: s.cfg.DialTimeout,
+		ClientName:  "arcstore",
+		// Inserts of a large segment can take longer than the 3 s default
+		// between packets on a busy server.
+		ReadTimeout: time.Minute,
+	}
+	if s.cfg.Compression {
+		opts.Compression = ch.CompressionLZ4
+	}
+	c, err := ch.Dial(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to clickhouse at %s: %w", s.cfg.Addr, err)
+	}
+	s.conn = c
+	return c, nil
+}
+
+// fail sorts an error: a refusal of the rows' shape is final (ErrRejected);
+// anything else is retried, on a new connection unless the server answered.
+func (s *Sink) fail(err error) error {
+	if exc, ok := ch.AsException(err); ok {
+		if permanent(exc.Code) {
+			return fmt.Errorf("%w: %w", storage.ErrRejected, err)
+		}
+		if exc.Code == proto.ErrUnknownTable || exc.Code == proto.ErrUnknownDatabase {
+			clear(s.ready) // dropped behind our back: create it again
+		}
+		return err
+	}
+	if s.conn != nil {
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+	return err
+}
+
+// permanent lists the server errors that mean the rows do not fit the table
+// (a measurement column whose type changed, a table created by hand with
+// other columns); sending them again cannot succeed.
+func permanent(code proto.Error) bool {
+	switch code {
+	case proto.ErrTypeMismatch, proto.ErrCannotConvertType, proto.ErrNoSuchColumnInTable,
+		proto.ErrThereIsNoColumn, proto.ErrIllegalColumn, proto.ErrIllegalTypeOfArgument,
+		proto.ErrIncorrectNumberOfColumns, proto.ErrCannotParseText, proto.ErrCannotInsertNullInOrdinaryColumn:
+		return true
+	}
+	return false
+}
+
+// ensureTable creates the database and table on first use, and gives a
+// measurement table the columns of each new schema variant.
+func (s *Sink) ensureTable(ctx context.Context, c *ch.Client, database string, t *storage.Table) error {
+	key := fmt.Sprintf("%s\x00%s\x00%p", database, t.Name, t)
+	if s.ready[key] {
+		return nil
+	}
+	stmts := []string{CreateDatabase(database, s.cfg.Cluster)}
+	create, err := CreateTable(database, t, TableOptions{TTL: s.cfg.TTL, DedupWindow: s.cfg.DedupWindow, Cluster: s.cfg.Cluster})
+	if err != nil {
+		return err
+	}
+	stmts = append(stmts, create...)
+	if !storage.IsOTLPTable(t.Name) {
+		add, err := AddColumns(database, t, s.cfg.Cluster)
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, add...)
+	}
+	for _, q := range stmts {
+		if err := c.Do(ctx, ch.Query{Body: q}); err != nil {
+			return fmt.Errorf("create %s.%s: %w", database, t.Name, err)
+		}
+	}
+	s.ready[key] = true
+	s.log.Info("clickhouse table ready", "database", database, "table", t.Name)
+	return nil
+}
+
+// Close implements storage.Sink.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}

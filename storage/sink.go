@@ -1,0 +1,393 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/arc-otel/arc-otel/internal/arcflight"
+)
+
+// A Sink is a destination of acknowledged rows besides the Parquet files,
+// such as ClickHouse. Each sink reads the closed WAL segments in order on
+// its own goroutine and keeps a durable cursor of the last segment it has
+// stored; a segment leaves the WAL only once Parquet and every sink are
+// past it. A sink that is down therefore holds the WAL back (up to
+// MaxWALBytes, then writes are refused with ErrBackpressure) and never
+// loses a row.
+type Sink interface {
+	// Name tells sinks apart in the data directory, logs and metrics.
+	Name() string
+	// Write stores the rows of one table from one WAL segment. It must be
+	// idempotent per w.Token: after a crash or an error the same rows come
+	// again with the same token. An error wrapping ErrRejected is final for
+	// these rows (the destination refuses their shape); any other error is
+	// retried with backoff.
+	Write(ctx context.Context, w SinkWrite) error
+	Close() error
+}
+
+// SinkWrite is the rows of one table from one WAL segment, in WAL order.
+type SinkWrite struct {
+	// Token is the same for the same rows whoever writes them again:
+	// sidecar id, segment, database, table and schema variant.
+	Token    string
+	Database string
+	Table    *Table
+	Records  []arrow.RecordBatch
+	Rows     int64
+}
+
+// ErrRejected marks a sink error that no retry can fix.
+var ErrRejected = errors.New("sink refuses these rows")
+
+// SinkWritten is one Write of a sink, for metrics.
+type SinkWritten struct {
+	Sink, Database, Table string
+	Rows                  int64
+	Duration              time.Duration
+	Err                   error
+}
+
+// Layout of sink state under the system directory.
+const (
+	sinksDirName   = "sinks"
+	cursorExt      = ".done"
+	parquetCursor  = "parquet"
+	sidecarIDName  = "sidecar-id"
+	sinkMaxBackoff = 30 * time.Second
+	sinkTimeout    = 2 * time.Minute
+)
+
+// sinkRunner feeds one sink.
+type sinkRunner struct {
+	sink Sink
+	done atomic.Uint64 // last WAL segment the sink has whole
+	wake chan struct{}
+}
+
+func (s *Store) cursorPath(name string) string {
+	return filepath.Join(s.sysDir, sinksDirName, name+cursorExt)
+}
+
+// readCursor returns the last segment a consumer has whole; 0 if it never
+// recorded one.
+func (s *Store) readCursor(name string) (uint64, error) {
+	data, err := s.fs.ReadFile(s.cursorPath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s cursor: %w", name, err)
+	}
+	seq, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s cursor: %w", name, err)
+	}
+	return seq, nil
+}
+
+func (s *Store) writeCursor(name string, seq uint64) error {
+	if err := writeFileAtomic(s.fs, s.cursorPath(name), []byte(strconv.FormatUint(seq, 10)+"\n")); err != nil {
+		return fmt.Errorf("write %s cursor: %w", name, err)
+	}
+	return nil
+}
+
+// loadSinkState reads the sidecar id and every consumer's cursor.
+func (s *Store) loadSinkState() error {
+	if len(s.sinks) == 0 {
+		return nil
+	}
+	if err := s.fs.MkdirAll(filepath.Join(s.sysDir, sinksDirName), 0o755); err != nil {
+		return fmt.Errorf("create sinks dir: %w", err)
+	}
+	id, err := s.loadSidecarID()
+	if err != nil {
+		return err
+	}
+	s.sidecarID = id
+	if !s.opts.NoParquet {
+		seq, err := s.readCursor(parquetCursor)
+		if err != nil {
+			return err
+		}
+		s.parquetDone.Store(seq)
+	}
+	for _, r := range s.sinks {
+		seq, err := s.readCursor(r.sink.Name())
+		if err != nil {
+			return err
+		}
+		r.done.Store(seq)
+	}
+	return nil
+}
+
+// loadSidecarID returns the data directory's id, made on first use: it
+// keeps the sink tokens of sidecars sharing one destination apart.
+func (s *Store) loadSidecarID() (string, error) {
+	path := filepath.Join(s.sysDir, sidecarIDName)
+	data, err := s.fs.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		return strings.TrimSpace(string(data)), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read sidecar id: %w", err)
+	}
+	id := randomHex(8)
+	if err := writeFileAtomic(s.fs, path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("write sidecar id: %w", err)
+	}
+	return id, nil
+}
+
+// walDone records that Parquet holds every row of the segments through
+// seq, then drops the segments every consumer is past.
+func (s *Store) walDone(seq uint64) error {
+	switch {
+	case len(s.sinks) == 0:
+		return s.trimWAL(seq)
+	case s.opts.NoParquet:
+		return s.trimWAL(s.trimPoint())
+	}
+	if err := s.writeCursor(parquetCursor, seq); err != nil {
+		return err
+	}
+	s.parquetDone.Store(seq)
+	return s.trimWAL(s.trimPoint())
+}
+
+// trimPoint is the last segment every consumer has.
+func (s *Store) trimPoint() uint64 {
+	p := uint64(math.MaxUint64)
+	if !s.opts.NoParquet {
+		p = s.parquetDone.Load()
+	}
+	for _, r := range s.sinks {
+		p = min(p, r.done.Load())
+	}
+	return min(p, s.closedThrough.Load())
+}
+
+func (s *Store) trimWAL(through uint64) error {
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	removed, err := s.wal.removeThrough(through)
+	s.walBytes.Add(-removed)
+	return err
+}
+
+// SinkLag returns how many closed WAL segments a sink has not stored yet.
+func (s *Store) SinkLag(name string) int64 {
+	for _, r := range s.sinks {
+		if r.sink.Name() == name {
+			return int64(s.closedThrough.Load()) - int64(min(r.done.Load(), s.closedThrough.Load()))
+		}
+	}
+	return 0
+}
+
+// SinkNames lists the configured sinks.
+func (s *Store) SinkNames() []string {
+	names := make([]string, len(s.sinks))
+	for i, r := range s.sinks {
+		names[i] = r.sink.Name()
+	}
+	return names
+}
+
+// drainSinks gives the sinks a bounded time to store every closed segment,
+// then tells idle sink loops to stop.
+func (s *Store) drainSinks() {
+	defer close(s.sinkDrained)
+	if len(s.sinks) == 0 {
+		return
+	}
+	s.wakeSinks()
+	deadline := time.Now().Add(s.opts.SinkDrainTimeout)
+	for time.Now().Before(deadline) {
+		behind := false
+		for _, r := range s.sinks {
+			behind = behind || r.done.Load() < s.closedThrough.Load()
+		}
+		if !behind {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, r := range s.sinks {
+		if lag := s.SinkLag(r.sink.Name()); lag > 0 {
+			s.log.Warn("stopping with wal segments a sink has not stored; they are sent on the next start", "sink", r.sink.Name(), "segments", lag)
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *Store) wakeSinks() {
+	for _, r := range s.sinks {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sinkLoop writes closed segments to one sink, in order, until the store
+// closes (after a bounded drain).
+func (s *Store) sinkLoop(ctx context.Context, r *sinkRunner) {
+	defer s.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		next := r.done.Load() + 1
+		if next > s.closedThrough.Load() {
+			select {
+			case <-r.wake:
+				continue
+			case <-s.sinkDrained:
+				return
+			case <-s.quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		err := s.sinkSegment(ctx, r, next)
+		if err == nil {
+			err = s.writeCursor(r.sink.Name(), next)
+		}
+		if err == nil {
+			r.done.Store(next)
+			backoff = 100 * time.Millisecond
+			if terr := s.trimWAL(s.trimPoint()); terr != nil {
+				s.log.Error("cannot remove wal segments", "error", terr)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("sink write failed; the rows stay in the wal and are retried", "sink", r.sink.Name(), "wal_segment", next, "retry_in", backoff, "error", err)
+		select {
+		case <-time.After(backoff):
+		case <-s.quit:
+			return
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, sinkMaxBackoff)
+	}
+}
+
+// sinkGroup is the rows of one table and schema in one segment.
+type sinkGroup struct {
+	database string
+	table    string
+	ipcs     [][]byte
+}
+
+// sinkSegment writes every table of one closed segment to the sink.
+func (s *Store) sinkSegment(ctx context.Context, r *sinkRunner, seq uint64) error {
+	path := filepath.Join(s.wal.dir, segmentName(seq))
+	data, err := s.fs.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Trimmed while this sink was not configured: its rows are in
+		// Parquet, and this sink never had them.
+		s.log.Warn("wal segment is gone; the sink skips it", "sink", r.sink.Name(), "wal_segment", seq)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read wal segment: %w", err)
+	}
+	groups, err := groupSegment(data)
+	if err != nil {
+		return fmt.Errorf("wal segment %d: %w", seq, err)
+	}
+	for _, g := range groups {
+		if err := s.sinkGroup(ctx, r, seq, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupSegment splits a segment's records by table and schema variant,
+// keeping WAL order within each: the same segment always gives the same
+// groups, so a rewrite after a crash carries the same tokens and rows.
+func groupSegment(data []byte) ([]*sinkGroup, error) {
+	var groups []*sinkGroup
+	index := map[string]*sinkGroup{}
+	for off := 0; off < len(data); {
+		e, n, err := decodeRecord(data[off:])
+		if err != nil {
+			return nil, err
+		}
+		off += n
+		key := e.database + "\x00" + e.table + "\x00" + string(schemaKey(e.ipc))
+		g := index[key]
+		if g == nil {
+			g = &sinkGroup{database: e.database, table: e.table}
+			index[key] = g
+			groups = append(groups, g)
+		}
+		g.ipcs = append(g.ipcs, e.ipc)
+	}
+	return groups, nil
+}
+
+// schemaKey is the schema message at the head of an IPC stream: batches of
+// one measurement with different columns go to different inserts.
+func schemaKey(ipc []byte) []byte {
+	n := arcflight.SchemaFrameLen(ipc)
+	return ipc[:n]
+}
+
+func (s *Store) sinkGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup) error {
+	w := SinkWrite{Database: g.database}
+	defer func() {
+		for _, rec := range w.Records {
+			rec.Release()
+		}
+	}()
+	for _, ipc := range g.ipcs {
+		rec, err := arcflight.DecodeRecord(ipc, s.mem)
+		if err != nil {
+			return fmt.Errorf("decode wal record: %w", err)
+		}
+		w.Records = append(w.Records, rec)
+		w.Rows += rec.NumRows()
+	}
+	t, err := tableFor(g.table, w.Records[0].Schema())
+	if err != nil {
+		return err
+	}
+	w.Table = t
+	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x", s.sidecarID, seq, g.database, g.table, t.variant)
+	wctx, cancel := context.WithTimeout(ctx, sinkTimeout)
+	start := time.Now()
+	err = r.sink.Write(wctx, w)
+	cancel()
+	s.opts.Observer.SinkWrote(SinkWritten{Sink: r.sink.Name(), Database: g.database, Table: g.table, Rows: w.Rows, Duration: time.Since(start), Err: err})
+	if errors.Is(err, ErrRejected) {
+		s.log.Error("sink refuses rows; they are skipped for this sink (Parquet, if on, has them)",
+			"sink", r.sink.Name(), "database", g.database, "table", g.table, "rows", w.Rows, "wal_segment", seq, "error", err)
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,251 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/storagetest"
+)
+
+// fakeSink keeps what it is sent and, like ClickHouse's insert
+// deduplication, stores a token's rows only the first time.
+type fakeSink struct {
+	mu     sync.Mutex
+	err    error             // returned (after nothing is stored) while set
+	writes map[string]int    // writes per token
+	rows   map[string]string // token -> its messages, as first written
+	stored []string
+}
+
+func newFakeSink() *fakeSink {
+	return &fakeSink{writes: map[string]int{}, rows: map[string]string{}}
+}
+
+func (f *fakeSink) Name() string { return "fake" }
+func (f *fakeSink) Close() error { return nil }
+
+func (f *fakeSink) Write(_ context.Context, w SinkWrite) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	var msgs []string
+	for _, rec := range w.Records {
+		col := rec.Column(rec.Schema().FieldIndices("message")[0]).(*array.String)
+		for i := range col.Len() {
+			msgs = append(msgs, col.Value(i))
+		}
+	}
+	f.writes[w.Token]++
+	joined := strings.Join(msgs, ",")
+	if prev, seen := f.rows[w.Token]; seen {
+		if prev != joined {
+			return fmt.Errorf("token %s came back with other rows: %q, was %q", w.Token, joined, prev)
+		}
+		return nil
+	}
+	f.rows[w.Token] = joined
+	f.stored = append(f.stored, msgs...)
+	return nil
+}
+
+func (f *fakeSink) setErr(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+}
+
+func (f *fakeSink) messages() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := append([]string(nil), f.stored...)
+	sort.Strings(out)
+	return out
+}
+
+func (f *fakeSink) rewrites() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.writes {
+		n += c - 1
+	}
+	return n
+}
+
+func openWithSink(t *testing.T, dir string, fsys FS, sink Sink, opts Options) *Store {
+	t.Helper()
+	opts.DataDir, opts.Logger, opts.FS, opts.FlushInterval = dir, quiet, fsys, time.Hour
+	opts.Sinks = []Sink{sink}
+	s, err := Open(opts)
+	require.NoError(t, err)
+	return s
+}
+
+func waitCaughtUp(t *testing.T, s *Store) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.SinkLag("fake") == 0 }, 10*time.Second, 10*time.Millisecond, "the sink catches up")
+}
+
+func walSize(t *testing.T, s *Store) int64 {
+	t.Helper()
+	_, n, err := s.WALStats()
+	require.NoError(t, err)
+	return n
+}
+
+func TestSinkGetsEveryAcknowledgedRowOnce(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	s := openWithSink(t, dir, nil, sink, Options{})
+	appendBatch(t, s, "a", t0, t0.Add(time.Second))
+	require.NoError(t, s.Flush())
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Close())
+
+	assert.Equal(t, []string{"a-0", "a-1", "b-0"}, sink.messages())
+	assert.Zero(t, sink.rewrites())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"a-0", "b-0"},
+		"date=2026-11-22/hour=10": {"a-1"},
+	}, messages(t, dir), "Parquet has them too")
+	assert.Zero(t, walSize(t, s), "every segment both have is gone from the WAL")
+}
+
+func TestSinkOutageHoldsTheWALThenCatchesUp(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	s := openWithSink(t, dir, nil, sink, Options{MaxWALBytes: 64 << 10})
+	defer s.Close()
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Flush())
+	assert.Len(t, messages(t, dir)["date=2026-11-22/hour=9"], 1, "Parquet does not wait for the sink")
+	held := walSize(t, s)
+	assert.Positive(t, held, "the segment stays while the sink lacks it")
+	assert.EqualValues(t, 1, s.SinkLag("fake"))
+
+	// Fill the WAL to its bound: then writes are refused, retryably.
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		rec, payload := logBatch(t, fmt.Sprintf("fill%d", i), t0)
+		err = s.Append(context.Background(), NoDedup, "default", logsTable(t), payload, rec)
+		rec.Release()
+	}
+	require.ErrorIs(t, err, ErrBackpressure)
+	assert.Contains(t, err.Error(), "wal holds")
+
+	sink.setErr(nil)
+	require.NoError(t, s.Flush())
+	waitCaughtUp(t, s)
+	require.Eventually(t, func() bool { return walSize(t, s) == 0 }, 5*time.Second, 10*time.Millisecond, "the WAL is trimmed once the sink has it")
+	appendBatch(t, s, "after", t0)
+	require.NoError(t, s.Flush())
+	waitCaughtUp(t, s)
+	msgs := sink.messages()
+	assert.Contains(t, msgs, "a-0")
+	assert.Contains(t, msgs, "after-0")
+	assert.Equal(t, len(msgs), len(uniq(msgs)), "nothing twice")
+}
+
+// TestSinkCrashRewritesWithTheSameTokens loses the sink's cursor after a
+// write (as a crash between the insert and the cursor would), crashes, and
+// checks the restart sends the same segment with the same tokens and rows,
+// so a deduplicating destination keeps one copy.
+func TestSinkCrashRewritesWithTheSameTokens(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	fsys := &faultFS{failRename: func(p string) bool { return strings.HasSuffix(p, "fake"+cursorExt) }}
+	s := openWithSink(t, dir, fsys, sink, Options{})
+	appendBatch(t, s, "a", t0, t0.Add(time.Second))
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Flush())
+	require.Eventually(t, func() bool { return len(sink.messages()) == 3 }, 5*time.Second, 10*time.Millisecond)
+	assert.Positive(t, walSize(t, s), "no cursor, no trim")
+	s.crash()
+
+	s = openWithSink(t, dir, nil, sink, Options{})
+	appendBatch(t, s, "c", t0)
+	require.NoError(t, s.Close())
+	assert.Positive(t, sink.rewrites(), "the segment went again")
+	assert.Equal(t, []string{"a-0", "a-1", "b-0", "c-0"}, sink.messages(), "one copy in the sink")
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"a-0", "b-0", "c-0"},
+		"date=2026-11-22/hour=10": {"a-1"},
+	}, messages(t, dir), "one copy in Parquet")
+	assert.Zero(t, walSize(t, s))
+}
+
+func TestSinkWithoutParquet(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	s := openWithSink(t, dir, nil, sink, Options{NoParquet: true})
+	appendBatch(t, s, "a", t0)
+	s.crash()
+	s = openWithSink(t, dir, nil, sink, Options{NoParquet: true})
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages())
+	assert.Empty(t, messages(t, dir), "no Parquet files")
+	assert.Zero(t, walSize(t, s))
+
+	_, err := Open(Options{DataDir: t.TempDir(), Logger: quiet, NoParquet: true})
+	assert.ErrorContains(t, err, "no sink", "Parquet off and no sink stores nothing")
+}
+
+func TestSinkRejectionSkipsTheRowsForThatSinkOnly(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("%w: column type changed", ErrRejected))
+	s := openWithSink(t, dir, nil, sink, Options{})
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Flush())
+	waitCaughtUp(t, s)
+	require.NoError(t, s.Close())
+	assert.Empty(t, sink.messages())
+	assert.Len(t, messages(t, dir)["date=2026-11-22/hour=9"], 1, "Parquet keeps them")
+	assert.Zero(t, walSize(t, s), "a refusal does not hold the WAL forever")
+}
+
+func uniq(in []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range in {
+		m[s] = true
+	}
+	return m
+}
+
+func TestSidecarIDIsStable(t *testing.T) {
+	dir := t.TempDir()
+	s := openWithSink(t, dir, nil, newFakeSink(), Options{})
+	id := s.sidecarID
+	require.NoError(t, s.Close())
+	s = openWithSink(t, dir, nil, newFakeSink(), Options{})
+	defer s.Close()
+	assert.Equal(t, id, s.sidecarID)
+	assert.Len(t, id, 16)
+	assert.FileExists(t, filepath.Join(dir, systemDirName, sidecarIDName))
+}
+
+func logBatch(t *testing.T, prefix string, times ...time.Time) (arrow.RecordBatch, []byte) {
+	return storagetest.LogBatch(t, prefix, times...)
+}
+
+func logsTable(t *testing.T) *Table {
+	tbl, err := LookupTable(schema.TableLogs)
+	require.NoError(t, err)
+	return tbl
+}
