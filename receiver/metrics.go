@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -31,6 +32,8 @@ type Metrics struct {
 	compactions, compactedFiles, compactedBytes         *prometheus.CounterVec
 	compactDuration                                     prometheus.Histogram
 	retentionDeleted                                    prometheus.Counter
+	sinkRows, sinkWrites                                *prometheus.CounterVec
+	sinkDuration                                        *prometheus.HistogramVec
 }
 
 // NewMetrics registers the metrics, plus Go runtime and process ones.
@@ -85,7 +88,27 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{"ok", "error"} {
 		m.compactions.WithLabelValues(r)
 	}
+	m.sinkRows = counter("arcstore_sink_rows_total", "Rows a sink (clickhouse) has stored, or refused for good (result=rejected), per database and table.", "sink", "database", "table", "result")
+	m.sinkWrites = counter("arcstore_sink_writes_total", "Sink writes (one per table and WAL segment) by result: ok, error (retried), rejected (skipped for that sink).", "sink", "result")
+	m.sinkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "arcstore_sink_write_duration_seconds",
+		Help: "One sink write: a table's rows of one WAL segment.", Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, []string{"sink"})
+	reg.MustRegister(m.sinkDuration)
 	return m
+}
+
+// SinkWrote implements storage.Observer.
+func (m *Metrics) SinkWrote(w storage.SinkWritten) {
+	result := "ok"
+	switch {
+	case errors.Is(w.Err, storage.ErrRejected):
+		result = "rejected"
+	case w.Err != nil:
+		m.sinkWrites.WithLabelValues(w.Sink, "error").Inc()
+		return
+	}
+	m.sinkWrites.WithLabelValues(w.Sink, result).Inc()
+	m.sinkRows.WithLabelValues(w.Sink, w.Database, w.Table, result).Add(float64(w.Rows))
+	m.sinkDuration.WithLabelValues(w.Sink).Observe(w.Duration.Seconds())
 }
 
 // Compacted implements storage.Observer.
@@ -114,6 +137,15 @@ func (m *Metrics) WatchStore(s *storage.Store) {
 	gauge("arcstore_buffer_limit_bytes", "The buffer's ceiling (-max-buffer-bytes).", func() float64 { return float64(s.MaxBufferBytes()) })
 	gauge("arcstore_wal_segments", "WAL segment files on disk.", func() float64 { n, _, _ := s.WALStats(); return float64(n) })
 	gauge("arcstore_wal_bytes", "Bytes of the WAL segment files on disk.", func() float64 { _, b, _ := s.WALStats(); return float64(b) })
+	gauge("arcstore_wal_limit_bytes", "The WAL's ceiling (-max-wal-bytes); a sink that is behind holds segments up to it.", func() float64 { return float64(s.MaxWALBytes()) })
+	for _, name := range s.SinkNames() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "arcstore_sink_lag_segments",
+			Help: "Closed WAL segments a sink has not stored yet.", ConstLabels: prometheus.Labels{"sink": name}},
+			func() float64 { return float64(s.SinkLag(name)) }))
+		for _, r := range []string{"ok", "error", "rejected"} {
+			m.sinkWrites.WithLabelValues(name, r)
+		}
+	}
 }
 
 // Handler serves the metrics.

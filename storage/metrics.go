@@ -53,6 +53,9 @@ func (nopObserver) Compacted(CompactStats) {}
 func (nopObserver) Retired(int)            {}
 func (nopObserver) SinkWrote(SinkWritten)  {}
 
+// MaxWALBytes is the configured ceiling of the WAL on disk.
+func (s *Store) MaxWALBytes() int64 { return s.opts.MaxWALBytes }
+
 // MaxBufferBytes is the configured ceiling of buffered bytes.
 func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }
 

@@ -48,6 +48,11 @@ type config struct {
 	compactMinAge  time.Duration
 	compactSort    bool
 	retention      storage.Retention
+
+	clickhouseAddr   string
+	clickhouseConfig string
+	parquet          bool
+	maxWALBytes      int64
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -81,6 +86,10 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
 	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
+	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
+	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
+	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
+	fs.Int64Var(&c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL bytes on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -96,6 +105,12 @@ func parseFlags(args []string) (config, error) {
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("-tls-cert-file and -tls-key-file go together")
+	}
+	if c.clickhouseConfig != "" && c.clickhouseAddr == "" {
+		return c, errClickHouseConfigWithoutAddr
+	}
+	if !c.parquet && c.clickhouseAddr == "" {
+		return c, errNoStorage
 	}
 	return c, nil
 }
@@ -156,7 +171,18 @@ func run(c config, log *slog.Logger) error {
 	}
 	mem := memory.DefaultAllocator
 	metrics := receiver.NewMetrics()
+	var sinks []storage.Sink
+	chSink, err := clickhouseSink(c, log)
+	if err != nil {
+		return err
+	}
+	if chSink != nil {
+		sinks = append(sinks, chSink)
+	}
 	store, err := storage.Open(storage.Options{
+		Sinks:           sinks,
+		NoParquet:       !c.parquet,
+		MaxWALBytes:     c.maxWALBytes,
 		Observer:        metrics,
 		DataDir:         c.dataDir,
 		Compression:     c.compression,
@@ -209,7 +235,7 @@ func run(c config, log *slog.Logger) error {
 	go func() { errc <- gs.Serve(grpcLis) }()
 	go func() { errc <- hs.Serve(httpLis) }()
 	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
-		"tls", tlsConfig != nil, "auth", tokens.Enabled())
+		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

@@ -21,7 +21,10 @@ const SinkName = "clickhouse"
 // Config configures the sink.
 type Config struct {
 	// Addr is host:port of the native protocol (9000, or 9440 with TLS).
-	Addr     string
+	Addr string
+	// Database, if set, takes the rows of every sidecar database; by
+	// default each goes to the ClickHouse database of its own name.
+	Database string
 	User     string
 	Password string
 	// TLS, if set, encrypts the connection.
@@ -72,6 +75,9 @@ func New(cfg Config) (*Sink, error) {
 	return &Sink{cfg: cfg, log: cfg.Logger, ready: map[string]bool{}, blocks: map[*storage.Table]*block{}}, nil
 }
 
+// Config returns the sink's settings, defaults filled in.
+func (s *Sink) Config() Config { return s.cfg }
+
 // Name implements storage.Sink.
 func (s *Sink) Name() string { return SinkName }
 
@@ -96,7 +102,11 @@ func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
 	if err != nil {
 		return err
 	}
-	if err := s.ensureTable(ctx, c, w.Database, w.Table); err != nil {
+	database := w.Database
+	if s.cfg.Database != "" {
+		database = s.cfg.Database
+	}
+	if err := s.ensureTable(ctx, c, database, w.Table); err != nil {
 		return s.fail(err)
 	}
 	table := w.Table.Name
@@ -109,10 +119,10 @@ func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
 		// trimmed ahead of them.
 		settings = append(settings, ch.Setting{Key: "insert_distributed_sync", Value: "1", Important: true})
 	}
-	err = c.Do(ctx, ch.Query{Body: b.insertQuery(w.Database, table), Input: b.input(), Settings: settings})
+	err = c.Do(ctx, ch.Query{Body: b.insertQuery(database, table), Input: b.input(), Settings: settings})
 	b.reset() // drop references to the records' buffers
 	if err != nil {
-		return s.fail(fmt.Errorf("insert into %s.%s: %w", w.Database, table, err))
+		return s.fail(fmt.Errorf("insert into %s.%s: %w", database, table, err))
 	}
 	return nil
 }
