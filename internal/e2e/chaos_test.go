@@ -79,9 +79,17 @@ func (s *spanSender) send(ctx context.Context, n int) {
 // stop function is called; stop waits for the senders to finish.
 func startLoad(t *testing.T, otlpAddr string, workers, n int, pause time.Duration) (*spanSender, func()) {
 	t.Helper()
+	return startLoadFrom(t, otlpAddr, workers, n, pause, 0)
+}
+
+// startLoadFrom is startLoad with span ids after firstID, so that senders
+// to different collectors never share one.
+func startLoadFrom(t *testing.T, otlpAddr string, workers, n int, pause time.Duration, firstID uint64) (*spanSender, func()) {
+	t.Helper()
 	conn, err := grpc.NewClient(otlpAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
+	sender.next.Store(firstID)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range workers {
