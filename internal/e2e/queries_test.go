@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,18 +18,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage/clickhouse/chtest"
 )
 
 // cookbookQuery matches a DuckDB query block of docs/QUERIES.md,
-// clickhouseQuery its ClickHouse variant.
+// clickhouseQuery its ClickHouse version, filesQuery a ClickHouse query of
+// the Parquet files only.
 var (
 	cookbookQuery   = regexp.MustCompile("(?s)```sql\n-- name: (\\S+)\n(.*?)```")
 	clickhouseQuery = regexp.MustCompile("(?s)```sql\n-- clickhouse: (\\S+)\n(.*?)```")
+	filesQuery      = regexp.MustCompile("(?s)```sql\n-- clickhouse-files: (\\S+)\n(.*?)```")
 )
 
 // chdbScript runs the SQL on stdin in ClickHouse (chdb-core) and prints
-// the rows as JSON, one per line.
-const chdbScript = "import chdb, sys\nprint(chdb.query(sys.stdin.read(), 'JSONEachRow'))\n"
+// the rows as JSON, one per line, 64-bit integers as numbers.
+const chdbScript = "import chdb, sys\nprint(chdb.query('SET output_format_json_quote_64bit_integers = 0;' + sys.stdin.read(), 'JSONEachRow'))\n"
 
 type rows []map[string]any
 
@@ -37,7 +44,8 @@ func parseTime(t *testing.T, v any) time.Time {
 	t.Helper()
 	s, ok := v.(string)
 	require.True(t, ok, "time %v", v)
-	for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05-07"} {
+	// DuckDB's, then ClickHouse's (DateTime64(9, 'UTC') prints without a zone).
+	for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05-07", "2006-01-02 15:04:05.999999999"} {
 		if ts, err := time.Parse(layout, s); err == nil {
 			return ts
 		}
@@ -65,9 +73,12 @@ func TestQueryCookbook(t *testing.T) {
 	}
 	require.Contains(t, queries, "views")
 
+	// The sidecar writes the story to ClickHouse too, through its sink.
+	srv := chtest.Start(t)
 	out := t.TempDir()
 	logs, err := exec.Command(tool(t, "ARCLOAD_BIN", "arcload"), "-scenario", "campaign", "-out", out,
-		"-bin-dir", filepath.Join(repoRoot, "bin"), "-duckdb", tool(t, "DUCKDB_BIN", "duckdb")).CombinedOutput()
+		"-bin-dir", filepath.Join(repoRoot, "bin"), "-duckdb", tool(t, "DUCKDB_BIN", "duckdb"),
+		"-sidecar-args", "-clickhouse-addr "+srv.Native).CombinedOutput()
 	require.NoError(t, err, "arcload: %s", logs)
 	dir := filepath.Join(out, "arc") // holds data/, as the doc's paths expect
 
@@ -195,50 +206,66 @@ func TestQueryCookbook(t *testing.T) {
 		assert.True(t, slices.Contains(names, name), "check %q has no query in QUERIES.md", name)
 	}
 
-	// The ClickHouse variants, on the same files, answer with the same rows.
+	// The ClickHouse versions, on the Parquet files through the views and
+	// on the sink's tables, pass the same checks.
 	chdb := filepath.Join(repoRoot, ".tools", "chdb")
 	_, err = os.Stat(filepath.Join(chdb, "chdb"))
 	require.NoError(t, err, "chdb-core not installed: run `make tools`")
-	variants := clickhouseQuery.FindAllStringSubmatch(string(doc), -1)
-	require.NotEmpty(t, variants)
-	for _, m := range variants {
-		name, sql := m[1], m[2]
-		t.Run("clickhouse/"+name, func(t *testing.T) {
-			cmd := exec.Command("python3", "-c", chdbScript)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
-			cmd.Stdin = strings.NewReader(sql)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "clickhouse: %s", out)
-			var got rows
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				if line == "" {
-					continue
-				}
-				var r map[string]any
-				require.NoError(t, json.Unmarshal([]byte(line), &r), line)
-				got = append(got, r)
-			}
-			if name == "count" {
-				require.Len(t, got, 1)
-				n := duckdb(t, "SELECT count(*) AS n FROM "+table(filepath.Join(dir, "data"), "traces"))[0]["n"]
-				assert.EqualValues(t, n, got[0]["count()"])
-				return
-			}
-			want := run(name)
-			assert.Len(t, got, len(want), "ClickHouse and DuckDB answer %s with as many rows", name)
-			first := func(r rows) []any {
-				var out []any
-				for _, row := range r {
-					for _, k := range []string{"service_name", "phase", "event_type"} {
-						if v, ok := row[k]; ok {
-							out = append(out, v)
-						}
-					}
-				}
-				return out
-			}
-			assert.ElementsMatch(t, first(want), first(got), "same groups")
-		})
+	chQueries := map[string]string{}
+	for _, m := range clickhouseQuery.FindAllStringSubmatch(string(doc), -1) {
+		chQueries[m[1]] = m[2]
 	}
+	for _, m := range filesQuery.FindAllStringSubmatch(string(doc), -1) {
+		chQueries["files:"+m[1]] = m[2]
+	}
+	require.Contains(t, chQueries, "views")
+	runFiles := func(t *testing.T, name string) rows {
+		cmd := exec.Command("python3", "-c", chdbScript)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
+		cmd.Stdin = strings.NewReader(chQueries["views"] + chQueries[name])
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "clickhouse: %s", out)
+		return jsonLines(t, string(out))
+	}
+	runSink := func(t *testing.T, name string) rows {
+		q := url.Values{"database": {"default"}, "default_format": {"JSONEachRow"}, "output_format_json_quote_64bit_integers": {"0"}}
+		resp, err := http.Post("http://"+srv.HTTP+"/?"+q.Encode(), "text/plain", strings.NewReader(chQueries[name]))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "clickhouse: %s", body)
+		return jsonLines(t, string(body))
+	}
+	for _, name := range names {
+		if name == "views" || checks[name] == nil {
+			continue
+		}
+		if !assert.Contains(t, chQueries, name, "query %q of QUERIES.md has no ClickHouse version", name) {
+			continue
+		}
+		t.Run("clickhouse-files/"+name, func(t *testing.T) { checks[name](t, runFiles(t, name)) })
+		t.Run("clickhouse-sink/"+name, func(t *testing.T) { checks[name](t, runSink(t, name)) })
+	}
+	spans := duckdb(t, "SELECT count(*) AS n FROM "+table(filepath.Join(dir, "data"), "traces"))[0]["n"]
+	got := runFiles(t, "files:count")
+	require.Len(t, got, 1)
+	assert.EqualValues(t, spans, got[0]["count()"], "ClickHouse reads every span of the files")
+	assert.Equal(t, fmt.Sprint(spans), srv.MustQuery("SELECT count() FROM default.traces"), "the sink stored every span once")
+}
+
+// jsonLines parses JSONEachRow output.
+func jsonLines(t *testing.T, out string) rows {
+	t.Helper()
+	var got rows
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		got = append(got, r)
+	}
+	return got
 }
