@@ -25,7 +25,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 .PHONY: all build otelcol generate tools run test engine images chaos fuzz bench lint clean \
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
-	loadtest-campaign querybench loadtest-arc demo
+	loadtest-campaign querybench loadtest-arc demo loadtest-clickhouse
 
 all: build
 
@@ -146,6 +146,10 @@ loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events l
 # DuckDB query latency on ~14 M spans before and after compaction.
 querybench: tools build
 	loadtest/querybench.sh
+
+# The ClickHouse sink under load: Parquet + ClickHouse, then ClickHouse alone.
+loadtest-clickhouse: tools build
+	loadtest/clickhouse.sh
 
 # The demo story of docs/QUERIES.md, through the collector, once.
 loadtest-campaign: tools build

@@ -11,4 +11,12 @@
 // the intent. A crash at any point replays to exactly one copy: before the
 // intent, the temp files are discarded and the WAL replays; after it, the
 // intent is completed and the segments it covers are not replayed.
+//
+// Sinks (ClickHouse) read the closed WAL segments themselves, in order, each
+// keeping a durable cursor of the last segment it has stored. A segment is
+// deleted only once Parquet (its own cursor) and every sink are past it, so
+// a sink that is down holds the WAL, never the acknowledgements, until the
+// WAL reaches its bound; then Append answers ErrBackpressure. A segment
+// written again after a crash gives the sink the same rows under the same
+// token, which the destination uses to drop the repeat.
 package storage

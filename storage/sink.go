@@ -38,10 +38,11 @@ type Sink interface {
 	Close() error
 }
 
-// SinkWrite is the rows of one table from one WAL segment, in WAL order.
+// SinkWrite is rows of one table from one WAL segment, in WAL order: all
+// of them, or one chunk of at most a few MiB when the segment holds more.
 type SinkWrite struct {
 	// Token is the same for the same rows whoever writes them again:
-	// sidecar id, segment, database, table and schema variant.
+	// sidecar id, segment, database, table, schema variant and chunk.
 	Token    string
 	Database string
 	Table    *Table
@@ -358,14 +359,36 @@ func schemaKey(ipc []byte) []byte {
 	return ipc[:n]
 }
 
+// sinkChunkBytes bounds the IPC bytes of one sink write, so the sink's
+// memory (decoded records, native columns, the encoded block) does not
+// grow with the segment. The cut falls between batches in WAL order, so a
+// rewrite cuts the same chunks.
+var sinkChunkBytes = 8 << 20 // a variable for tests
+
+// sinkGroup writes one table's rows of a segment, chunk by chunk.
 func (s *Store) sinkGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup) error {
+	for chunk, start := 0, 0; start < len(g.ipcs); chunk++ {
+		end, size := start, 0
+		for end < len(g.ipcs) && (end == start || size+len(g.ipcs[end]) <= sinkChunkBytes) {
+			size += len(g.ipcs[end])
+			end++
+		}
+		if err := s.sinkChunk(ctx, r, seq, g, chunk, g.ipcs[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup, chunk int, ipcs [][]byte) error {
 	w := SinkWrite{Database: g.database}
 	defer func() {
 		for _, rec := range w.Records {
 			rec.Release()
 		}
 	}()
-	for _, ipc := range g.ipcs {
+	for _, ipc := range ipcs {
 		rec, err := arcflight.DecodeRecord(ipc, s.mem)
 		if err != nil {
 			return fmt.Errorf("decode wal record: %w", err)
@@ -378,7 +401,7 @@ func (s *Store) sinkGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 		return err
 	}
 	w.Table = t
-	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x", s.sidecarID, seq, g.database, g.table, t.variant)
+	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x-%d", s.sidecarID, seq, g.database, g.table, t.variant, chunk)
 	wctx, cancel := context.WithTimeout(ctx, sinkTimeout)
 	start := time.Now()
 	err = r.sink.Write(wctx, w)

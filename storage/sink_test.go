@@ -166,6 +166,22 @@ func TestSinkOutageHoldsTheWALThenCatchesUp(t *testing.T) {
 // checks the restart sends the same segment with the same tokens and rows,
 // so a deduplicating destination keeps one copy.
 func TestSinkCrashRewritesWithTheSameTokens(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		chunk  int
+		tokens int
+	}{{"a segment in one write", 8 << 20, 2}, {"a segment in one write per batch", 1, 3}} {
+		t.Run(tt.name, func(t *testing.T) {
+			saved := sinkChunkBytes
+			sinkChunkBytes = tt.chunk
+			defer func() { sinkChunkBytes = saved }()
+			sink := testSinkCrashRewrites(t)
+			assert.Len(t, sink.writes, tt.tokens, "tokens: one per table, segment and chunk")
+		})
+	}
+}
+
+func testSinkCrashRewrites(t *testing.T) *fakeSink {
 	dir := t.TempDir()
 	sink := newFakeSink()
 	fsys := &faultFS{failRename: func(p string) bool { return strings.HasSuffix(p, "fake"+cursorExt) }}
@@ -187,6 +203,7 @@ func TestSinkCrashRewritesWithTheSameTokens(t *testing.T) {
 		"date=2026-11-22/hour=10": {"a-1"},
 	}, messages(t, dir), "one copy in Parquet")
 	assert.Zero(t, walSize(t, s))
+	return sink
 }
 
 func TestSinkWithoutParquet(t *testing.T) {

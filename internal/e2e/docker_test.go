@@ -64,6 +64,12 @@ func TestDockerCompose(t *testing.T) {
 	cfg := exec.Command("docker-compose", "-f", filepath.Join(repoRoot, "docker-compose.yml"), "config", "-q")
 	out, err = cfg.CombinedOutput()
 	require.NoError(t, err, "the user-facing compose file is valid: %s", out)
+	cfg = exec.Command("docker-compose", "-f", filepath.Join(repoRoot, "docker-compose.yml"), "--profile", "clickhouse", "config")
+	cfg.Env = append(os.Environ(), "ARC_CLICKHOUSE_ADDR=clickhouse:9000")
+	out, err = cfg.CombinedOutput()
+	require.NoError(t, err, "the clickhouse profile is valid: %s", out)
+	assert.Contains(t, string(out), "clickhouse/clickhouse-server", "the profile adds the server")
+	assert.Contains(t, string(out), "clickhouse:9000", "and points the sidecar at it")
 
 	ports := map[string]int{}
 	for _, k := range []string{"ARC_GRPC_PORT", "ARC_HTTP_PORT", "OTLP_GRPC_PORT", "OTLP_HTTP_PORT", "HEALTH_PORT", "METRICS_PORT"} {

@@ -69,3 +69,28 @@ func TestCreateTablesInClickHouse(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterDDL checks the statements of cluster mode. No cluster runs in
+// tests (ReplicatedMergeTree needs ClickHouse Keeper); the single-server
+// statements above are the ones executed.
+func TestClusterDDL(t *testing.T) {
+	traces, err := storage.LookupTable(schema.TableTraces)
+	require.NoError(t, err)
+	stmts, err := CreateTable("otel", traces, TableOptions{Cluster: "prod", TTL: "INTERVAL 7 DAY"})
+	require.NoError(t, err)
+	require.Len(t, stmts, 2, "a local table on every node, a Distributed one over them")
+	local, dist := stmts[0], stmts[1]
+	assert.Contains(t, local, "CREATE TABLE IF NOT EXISTS `otel`.`traces_local` ON CLUSTER `prod`")
+	assert.Contains(t, local, "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/otel/traces_local', '{replica}')")
+	assert.Contains(t, local, "SETTINGS replicated_deduplication_window = 10000")
+	assert.Contains(t, local, "TTL toDateTime(time) + INTERVAL 7 DAY")
+	assert.Equal(t, "CREATE TABLE IF NOT EXISTS `otel`.`traces` ON CLUSTER `prod` AS `otel`.`traces_local` ENGINE = Distributed(`prod`, `otel`, `traces_local`, cityHash64(trace_id))", dist,
+		"spans of one trace on one shard")
+	assert.Equal(t, "CREATE DATABASE IF NOT EXISTS `otel` ON CLUSTER `prod`", CreateDatabase("otel", "prod"))
+
+	metrics, err := storage.LookupTable(schema.TableMetrics)
+	require.NoError(t, err)
+	stmts, err = CreateTable("otel", metrics, TableOptions{Cluster: "prod"})
+	require.NoError(t, err)
+	assert.Contains(t, stmts[1], "rand())", "metrics have no trace id column: spread evenly")
+}

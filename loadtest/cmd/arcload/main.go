@@ -64,6 +64,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.StringVar(&c.BinDir, "bin-dir", "bin", "where arcstore and otelcol-arc are")
 	fs.StringVar(&c.Telemetrygen, "telemetrygen", ".tools/telemetrygen", "telemetrygen binary")
 	fs.StringVar(&c.DuckDB, "duckdb", ".tools/duckdb", "DuckDB CLI, for the loss check")
+	fs.StringVar(&c.ClickHouseHTTP, "clickhouse-http", "", "HTTP interface of the ClickHouse the sidecar's sink writes (http://host:8123): the loss check counts there too")
 	fs.StringVar(&c.ResultsDir, "out", "", "results folder (default loadtest/results/<time>-<scenario>)")
 	fs.DurationVar(&c.Interval, "interval", 5*time.Second, "progress interval")
 	fs.IntVar(&c.QueueSize, "queue-size", 100_000, "arc exporter sending queue, items (it blocks when full)")

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage/clickhouse/chtest"
 )
 
 func TestCompute(t *testing.T) {
@@ -85,4 +87,36 @@ func duckdbBin(t *testing.T) string {
 	p, err := exec.LookPath("duckdb")
 	require.NoError(t, err, "duckdb not found: run `make tools`")
 	return p
+}
+
+// TestCountWithClickHouse counts the same rows as TestCountWithDuckDB in a
+// real ClickHouse, with the same identity and filter SQL.
+func TestCountWithClickHouse(t *testing.T) {
+	srv := chtest.Start(t)
+	srv.MustQuery("CREATE TABLE default.logs (attributes Map(LowCardinality(String), String)) ENGINE = MergeTree ORDER BY tuple()")
+	srv.MustQuery("INSERT INTO default.logs SELECT map('loadtest.id', leftPad(hex(number % 5), 16, '0')) FROM numbers(10)")
+	c := ClickHouse{URL: "http://" + srv.HTTP}
+
+	found, distinct, err := c.Count("default", "logs", "attributes['loadtest.id']", "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), found)
+	assert.Equal(t, int64(5), distinct)
+
+	found, distinct, err = c.Count("default", "logs", "attributes['loadtest.id']", "attributes['loadtest.id'] BETWEEN '0000000000000001' AND '0000000000000002'")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), found)
+	assert.Equal(t, int64(2), distinct)
+
+	found, distinct, err = c.Count("default", "logs", "", "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), found)
+	assert.Equal(t, int64(-1), distinct)
+
+	found, distinct, err = c.Count("default", "traces", "attributes['loadtest.id']", "")
+	require.NoError(t, err, "a table that does not exist has no rows")
+	assert.Zero(t, found)
+	assert.Zero(t, distinct)
+
+	_, _, err = c.Count("default", "logs", "no_such_column", "")
+	assert.ErrorContains(t, err, "clickhouse: 4", "the server's error is passed on")
 }

@@ -72,7 +72,11 @@ type Config struct {
 	BinDir       string
 	Telemetrygen string
 	DuckDB       string
-	ResultsDir   string
+	// ClickHouseHTTP, if set, is the HTTP interface of the ClickHouse the
+	// sidecar's sink writes (-sidecar-args -clickhouse-addr ...): the loss
+	// check counts there too, and with -parquet=false only there.
+	ClickHouseHTTP string
+	ResultsDir     string
 	Interval     time.Duration
 	QueueSize    int
 	SidecarArgs  []string

@@ -241,6 +241,12 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		if err := r.drain(w, ph); err != nil {
 			return nil, err
 		}
+		if r.ClickHouseHTTP != "" {
+			// ClickHouse rows count as stored once the sink has them.
+			if err := waitSinks(tgt.sidecarMetrics, r.DrainTimeout); err != nil {
+				return nil, err
+			}
+		}
 		ph.DrainS = time.Since(drainStart).Seconds()
 	}
 	last, err := w.read()
@@ -286,12 +292,21 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 	return ph, nil
 }
 
+// found is the items the run stored: counted in Parquet, or in ClickHouse
+// when that is the only storage (each item counted once either way).
 func found(ph *report.Phase) int64 {
-	var n int64
+	var parquet, clickhouse int64
 	for _, t := range ph.Loss {
-		n += t.Found
+		if strings.HasPrefix(t.Table, clickhousePrefix) {
+			clickhouse += t.Found
+		} else {
+			parquet += t.Found
+		}
 	}
-	return n
+	if parquet == 0 {
+		return clickhouse
+	}
+	return parquet
 }
 
 // steady runs the load once at one rate, sampling every interval.
@@ -412,13 +427,54 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 	engine := loss.Engine{DuckDB: r.DuckDB}
 	for _, s := range r.Signals() {
 		id, where := r.identity(l, s)
-		found, distinct, err := engine.Count(tgt.dataDir, db, s.Table(), id, where)
-		if err != nil {
-			return fmt.Errorf("count %s: %w", s.Table(), err)
+		if r.parquetOn() {
+			found, distinct, err := engine.Count(tgt.dataDir, db, s.Table(), id, where)
+			if err != nil {
+				return fmt.Errorf("count %s: %w", s.Table(), err)
+			}
+			ph.Loss = append(ph.Loss, loss.Compute(s.Table(), ph.Acked[s.Table()], found, distinct))
 		}
-		ph.Loss = append(ph.Loss, loss.Compute(s.Table(), ph.Acked[s.Table()], found, distinct))
+		if r.ClickHouseHTTP != "" {
+			found, distinct, err := loss.ClickHouse{URL: r.ClickHouseHTTP}.Count(db, s.Table(), id, where)
+			if err != nil {
+				return fmt.Errorf("count %s in clickhouse: %w", s.Table(), err)
+			}
+			ph.Loss = append(ph.Loss, loss.Compute(clickhousePrefix+s.Table(), ph.Acked[s.Table()], found, distinct))
+		}
 	}
 	return nil
+}
+
+// clickhousePrefix marks the loss checks made in ClickHouse.
+const clickhousePrefix = "clickhouse:"
+
+// parquetOn is false when the sidecar writes ClickHouse only.
+func (r *Runner) parquetOn() bool {
+	for _, a := range r.SidecarArgs {
+		if a == "-parquet=false" || a == "--parquet=false" {
+			return false
+		}
+	}
+	return true
+}
+
+// waitSinks waits until the sidecar's sinks have every closed WAL segment;
+// the open one follows at the sidecar's stop.
+func waitSinks(metrics string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		snap, err := scrape.Fetch(metrics)
+		if err != nil {
+			return err
+		}
+		if snap.Sum("arcstore_sink_lag_segments", nil) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sidecar's sinks were still behind %s after the load", timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // waitFlushed waits until a running sidecar has written everything it

@@ -132,3 +132,29 @@ func (s *Server) MustQuery(sql string) string {
 	}
 	return strings.TrimSpace(out)
 }
+
+// CPUTime is the CPU time the server has used so far (user + system, from
+// /proc), for benchmarks that report the server's cost next to ours.
+func (s *Server) CPUTime() (time.Duration, error) {
+	if s.cmd == nil {
+		return 0, fmt.Errorf("server is stopped")
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc stat: %q", rest)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse /proc stat: %q", rest)
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
