@@ -77,9 +77,9 @@ type Config struct {
 	// check counts there too, and with -parquet=false only there.
 	ClickHouseHTTP string
 	ResultsDir     string
-	Interval     time.Duration
-	QueueSize    int
-	SidecarArgs  []string
+	Interval       time.Duration
+	QueueSize      int
+	SidecarArgs    []string
 	// CollectorPprof is where our stack's collector serves pprof, if set.
 	CollectorPprof string
 	DrainTimeout   time.Duration
