@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The ClickHouse sink under the load harness (docs/PERFORMANCE.md): starts a
 # ClickHouse 26.9 (chdb-core, tools/chserver.py) on loopback, then runs the
-# same arcload scenario with Parquet + ClickHouse and with ClickHouse alone
-# (-parquet=false), each after its nop-exporter ceiling, and reports the
-# ClickHouse server's CPU for each run next to arcload's numbers.
+# same arcload scenario three times, each after its nop-exporter ceiling:
+# Parquet alone (the side-by-side reference), Parquet + ClickHouse, and
+# ClickHouse alone (-parquet=false); the loss check counts in ClickHouse
+# too, and the ClickHouse server's CPU is reported per run.
 #   SCENARIO=traces DURATION=60s loadtest/clickhouse.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,13 +23,17 @@ for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$TCP") 2>/dev/null && break
 ticks() { awk '{print $14 + $15}' "/proc/$CH/stat"; }
 query() { curl -sf "http://127.0.0.1:$HTTP/" --data-binary "$1"; }
 
-for mode in parquet+clickhouse clickhouse; do
-  args="-clickhouse-addr 127.0.0.1:$TCP"
-  [ "$mode" = clickhouse ] && args="$args -parquet=false"
+for mode in ${MODES:-parquet parquet+clickhouse clickhouse}; do
+  case $mode in
+    parquet) args="" ;;
+    parquet+clickhouse) args="-clickhouse-addr 127.0.0.1:$TCP" ;;
+    clickhouse) args="-clickhouse-addr 127.0.0.1:$TCP -parquet=false" ;;
+  esac
   for t in traces logs metrics events; do query "DROP TABLE IF EXISTS default.$t SYNC" >/dev/null; done
   before=$(ticks)
-  bin/arcload -scenario "$SCENARIO" -duration "$DURATION" -sidecar-args "$args" -out "$OUT/$mode" \
-    -clickhouse-http "http://127.0.0.1:$HTTP" \
+  ch=""
+  [ -n "$args" ] && ch="-clickhouse-http http://127.0.0.1:$HTTP"
+  bin/arcload -scenario "$SCENARIO" -duration "$DURATION" -sidecar-args "$args" -out "$OUT/$mode" $ch \
     ${ARCLOAD_FLAGS:-} >"$OUT/$mode.log" 2>&1 || { tail -30 "$OUT/$mode.log"; exit 1; }
   tail -25 "$OUT/$mode.log"
   after=$(ticks)
