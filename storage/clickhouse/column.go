@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ClickHouse/ch-go/proto"
@@ -74,6 +75,18 @@ func newColumn(dt arrow.DataType, nullable, lowCard bool) (column, error) {
 	}
 	return nil, fmt.Errorf("no ClickHouse type for Arrow %s", dt)
 }
+
+// typeName writes a tuple element's name as ClickHouse prints it in
+// system.columns: bare when it is a plain identifier, quoted otherwise.
+// Block and table types are compared as text, so they must agree.
+func typeName(name string) string {
+	if plainIdent.MatchString(name) {
+		return name
+	}
+	return quote(name)
+}
+
+var plainIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func canBeNullable(dt arrow.DataType) bool {
 	switch dt.ID() {
@@ -266,7 +279,7 @@ func (c *tuple) Type() proto.ColumnType {
 	for i, f := range c.fields {
 		parts[i] = string(f.Type())
 		if c.names[i] != "" {
-			parts[i] = quote(c.names[i]) + " " + parts[i]
+			parts[i] = typeName(c.names[i]) + " " + parts[i]
 		}
 	}
 	return proto.ColumnType("Tuple(" + strings.Join(parts, ", ") + ")")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,6 +114,10 @@ func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
 	settings := []ch.Setting{
 		{Key: "insert_deduplicate", Value: "1", Important: true},
 		{Key: "insert_deduplication_token", Value: w.Token, Important: true},
+		// A block whose column types differ from the table's is an error,
+		// not a conversion: the server would turn values it cannot parse
+		// into NULL, a silent loss.
+		{Key: "input_format_native_allow_types_conversion", Value: "0"},
 	}
 	if s.cfg.Cluster != "" {
 		// Answer only once every shard has its rows, so the WAL is not
@@ -222,9 +227,55 @@ func (s *Sink) ensureTable(ctx context.Context, c *ch.Client, database string, t
 			return fmt.Errorf("create %s.%s: %w", database, t.Name, err)
 		}
 	}
+	if err := s.checkColumns(ctx, c, database, t); err != nil {
+		return err
+	}
 	s.ready[key] = true
 	s.log.Info("clickhouse table ready", "database", database, "table", t.Name)
 	return nil
+}
+
+// checkColumns compares the table's column types in ClickHouse with the
+// rows': a table made by an older schema or by hand may differ, and the
+// error should name the column rather than leave it to the insert.
+func (s *Sink) checkColumns(ctx context.Context, c *ch.Client, database string, t *storage.Table) error {
+	var names, types proto.ColStr
+	have := map[string]string{}
+	err := c.Do(ctx, ch.Query{
+		Body: fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = '%s'",
+			escapeString(database), escapeString(t.Name)),
+		Result: proto.Results{{Name: "name", Data: &names}, {Name: "type", Data: &types}},
+		OnResult: func(context.Context, proto.Block) error {
+			for i := range names.Rows() {
+				have[names.Row(i)] = types.Row(i)
+			}
+			names.Reset()
+			types.Reset()
+			return nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("read the columns of %s.%s: %w", database, t.Name, err)
+	}
+	b, err := s.blockFor(t)
+	if err != nil {
+		return err
+	}
+	for i, name := range b.names {
+		want := string(b.cols[i].Type())
+		got, ok := have[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s.%s has no column %s", storage.ErrRejected, database, t.Name, name)
+		case got != want:
+			return fmt.Errorf("%w: column %s of %s.%s is %s in ClickHouse, the rows have %s", storage.ErrRejected, name, database, t.Name, got, want)
+		}
+	}
+	return nil
+}
+
+func escapeString(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
 }
 
 // Close implements storage.Sink.

@@ -1,0 +1,86 @@
+package clickhouse
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/clickhouse/chtest"
+)
+
+var utcNanos = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+
+// measurement builds an Arc measurement batch of n rows with the given
+// extra columns (name -> Arrow type), every value non-null but the last
+// row's, and its table.
+func measurement(t *testing.T, name string, n int, extra ...arrow.Field) (*storage.Table, arrow.RecordBatch) {
+	t.Helper()
+	fields := append([]arrow.Field{{Name: "time", Type: utcNanos}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true}}, extra...)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC).UnixNano()
+	for i := range n {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(at + int64(i)))
+		for j := 1; j < len(fields); j++ {
+			if i == n-1 {
+				b.Field(j).AppendNull()
+				continue
+			}
+			switch fb := b.Field(j).(type) {
+			case *array.StringBuilder:
+				fb.Append("h" + string(rune('a'+i%3)))
+			case *array.Float64Builder:
+				fb.Append(float64(i) + 0.5)
+			case *array.Int64Builder:
+				fb.Append(int64(i))
+			case *array.BooleanBuilder:
+				fb.Append(i%2 == 0)
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	tbl, err := storage.MeasurementTable(name, rec.Schema())
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(rec))
+	return tbl, rec
+}
+
+// TestMeasurementsGrowColumns writes an Arc measurement whose schema
+// changes: the ClickHouse table gains the new columns (older rows read
+// NULL there), and a column whose type changed is refused for good.
+func TestMeasurementsGrowColumns(t *testing.T) {
+	srv := chtest.Start(t)
+	s := newSink(t, srv)
+	ctx := context.Background()
+	write := func(token string, tbl *storage.Table, rec arrow.RecordBatch) error {
+		defer rec.Release()
+		return s.Write(ctx, storage.SinkWrite{Token: token, Database: "arc", Table: tbl, Records: []arrow.RecordBatch{rec}, Rows: rec.NumRows()})
+	}
+	usage := arrow.Field{Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true}
+	cores := arrow.Field{Name: "cores", Type: arrow.PrimitiveTypes.Int64, Nullable: true}
+	up := arrow.Field{Name: "up", Type: arrow.FixedWidthTypes.Boolean, Nullable: true}
+
+	tbl, rec := measurement(t, "cpu", 4, usage)
+	require.NoError(t, write("v1", tbl, rec))
+	tbl, rec = measurement(t, "cpu", 3, usage, cores, up)
+	require.NoError(t, write("v2", tbl, rec))
+
+	assert.Equal(t, "time\tDateTime64(9, \\'UTC\\')\nhost\tNullable(String)\nusage\tNullable(Float64)\ncores\tNullable(Int64)\nup\tNullable(Bool)",
+		srv.MustQuery("SELECT name, type FROM system.columns WHERE database = 'arc' AND table = 'cpu' ORDER BY position FORMAT TSV"))
+	assert.Equal(t, "7\t5\t5\t1\t6.5\t1", srv.MustQuery(
+		"SELECT count(), countIf(host IS NOT NULL), countIf(cores IS NULL), countIf(up), sum(usage), sum(cores) FROM arc.cpu FORMAT TSV"),
+		"rows of both schemas, nulls where a schema had no column or a null value")
+
+	tbl, rec = measurement(t, "cpu", 2, arrow.Field{Name: "usage", Type: arrow.BinaryTypes.String, Nullable: true})
+	err := write("v3", tbl, rec)
+	require.ErrorIs(t, err, storage.ErrRejected, "a column whose type changed cannot go in")
+	t.Log(err)
+	assert.Equal(t, "7", srv.MustQuery("SELECT count() FROM arc.cpu"), "and nothing of it went in")
+}
