@@ -3,6 +3,7 @@ package receiver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -216,8 +217,15 @@ func TestMetricsEndpoint(t *testing.T) {
 }
 
 // The Grafana dashboard only charts metrics the sidecar serves.
+// okSink stores nothing and says yes: it makes the sink metrics appear.
+type okSink struct{}
+
+func (okSink) Name() string                                   { return "clickhouse" }
+func (okSink) Write(context.Context, storage.SinkWrite) error { return nil }
+func (okSink) Close() error                                   { return nil }
+
 func TestDashboardUsesRealMetrics(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, func(o *storage.Options) { o.Sinks = []storage.Sink{okSink{}} })
 	// Labelled series appear once something happened: a write, a flush, a
 	// compaction.
 	rec, _ := storagetest.LogBatch(t, "a", t0)
@@ -227,6 +235,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	require.NoError(t, f.store.Flush())
 	_, err = f.store.Compact(context.Background(), 0)
 	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.store.SinkLag("clickhouse") == 0 }, 5*time.Second, 10*time.Millisecond)
 	fams := scrapeMetrics(t, f.metrics)
 	data, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", "arc-otel.json"))
 	require.NoError(t, err)
@@ -249,4 +258,36 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 		}
 	}
 	assert.Greater(t, seen, 10)
+}
+
+func TestSinkMetrics(t *testing.T) {
+	m := NewMetrics()
+	for _, w := range []storage.SinkWritten{
+		{Sink: "clickhouse", Database: "default", Table: "traces", Rows: 1000, Duration: 20 * time.Millisecond},
+		{Sink: "clickhouse", Database: "default", Table: "traces", Rows: 500, Duration: 10 * time.Millisecond},
+		{Sink: "clickhouse", Database: "default", Table: "traces", Rows: 700, Err: errors.New("connection refused")},
+		{Sink: "clickhouse", Database: "arc", Table: "cpu", Rows: 30, Err: fmt.Errorf("%w: type changed", storage.ErrRejected)},
+	} {
+		m.SinkWrote(w)
+	}
+	fams := scrapeMetrics(t, m)
+	tests := []struct {
+		name   string
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"rows stored", "arcstore_sink_rows_total", map[string]string{"table": "traces", "result": "ok"}, 1500},
+		{"a failed write stores no rows (it is retried)", "arcstore_sink_rows_total", map[string]string{"table": "traces", "result": "error"}, 0},
+		{"rows refused for good", "arcstore_sink_rows_total", map[string]string{"table": "cpu", "result": "rejected"}, 30},
+		{"writes ok", "arcstore_sink_writes_total", map[string]string{"result": "ok"}, 2},
+		{"writes failed", "arcstore_sink_writes_total", map[string]string{"result": "error"}, 1},
+		{"writes refused", "arcstore_sink_writes_total", map[string]string{"result": "rejected"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, value(fams, tt.metric, tt.labels))
+		})
+	}
+	assert.EqualValues(t, 3, fams["arcstore_sink_write_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleCount(), "ok and rejected writes are timed")
 }
