@@ -107,7 +107,17 @@ func (s *Store) writeCursor(name string, seq uint64) error {
 }
 
 // loadSinkState reads the sidecar id and every consumer's cursor.
+// Parquet's cursor is read even without sinks: a directory a sink used
+// may hold segments that are in Parquet already (a sidecar restarted
+// without its sink, `arcstore compact`), and they must not replay.
 func (s *Store) loadSinkState() error {
+	if !s.opts.NoParquet {
+		seq, err := s.readCursor(parquetCursor)
+		if err != nil {
+			return err
+		}
+		s.parquetDone.Store(seq)
+	}
 	if len(s.sinks) == 0 {
 		return nil
 	}
@@ -119,13 +129,6 @@ func (s *Store) loadSinkState() error {
 		return err
 	}
 	s.sidecarID = id
-	if !s.opts.NoParquet {
-		seq, err := s.readCursor(parquetCursor)
-		if err != nil {
-			return err
-		}
-		s.parquetDone.Store(seq)
-	}
 	for _, r := range s.sinks {
 		seq, err := s.readCursor(r.sink.Name())
 		if err != nil {

@@ -266,3 +266,26 @@ func logsTable(t *testing.T) *Table {
 	require.NoError(t, err)
 	return tbl
 }
+
+// TestRestartWithoutTheSinkDoesNotReplayParquetRows leaves segments in the
+// WAL for a sink that is down, then opens the directory without the sink
+// (a sidecar restarted without -clickhouse-addr, or `arcstore compact`):
+// the rows already in Parquet must not be written again.
+func TestRestartWithoutTheSinkDoesNotReplayParquetRows(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	s := openWithSink(t, dir, nil, sink, Options{SinkDrainTimeout: 50 * time.Millisecond})
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Flush())
+	require.Positive(t, walSize(t, s), "held for the sink")
+	start := time.Now()
+	require.NoError(t, s.Close())
+	assert.Less(t, time.Since(start), 5*time.Second, "closing waits for a sink that is down only SinkDrainTimeout")
+
+	s = openStore(t, dir, nil)
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir), "each row once")
+	assert.Zero(t, walSize(t, s), "segments only the absent sink wanted are gone")
+}

@@ -284,6 +284,12 @@ func (s *Store) recover() error {
 	}
 	s.gen.lastSeq = last
 	s.closedThrough.Store(last)
+	if len(s.sinks) == 0 && s.parquetDone.Load() > 0 {
+		// Kept for a sink this start does not have: nobody needs them now.
+		if err := s.trimWAL(s.parquetDone.Load()); err != nil {
+			return err
+		}
+	}
 	if _, size, err := s.WALStats(); err == nil {
 		s.walBytes.Store(size)
 	}
