@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -210,4 +211,67 @@ func TestTwoCollectorsTwoSidecarsOneClickHouse(t *testing.T) {
 	assert.Zero(t, lost)
 	assert.Zero(t, dup)
 	assert.Equal(t, strconv.Itoa(acked), srv.MustQuery("SELECT count() FROM default.traces"), "nothing but the acknowledged spans")
+}
+
+// TestClickHouseRewriteAfterLostCursorIsDropped makes, deterministically,
+// the state a SIGKILL between a ClickHouse insert and its cursor leaves:
+// segments inserted, cursor not moved. It keeps a copy of the data
+// directory from before the inserts, lets the sidecar insert, then puts the
+// copy back and starts the sidecar on it. The same segments go again with
+// the same tokens, and ClickHouse keeps one copy.
+func TestClickHouseRewriteAfterLostCursorIsDropped(t *testing.T) {
+	srv := chtest.Start(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	grpcAddr, httpAddr := addr(freePort(t)), addr(freePort(t))
+	args := []string{"-flush-interval", "200ms", "-clickhouse-addr", srv.Native}
+	srv.Stop() // the segments wait in the WAL
+	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
+	col := startCollector(t, grpcAddr)
+	sender, stop := startLoad(t, col.otlpGRPC, 2, 200, 5*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	stop()
+	col.waitDrained(t, 60*time.Second)
+	sc.stop(t, 30*time.Second)
+	require.Positive(t, sidecarSegments(t, dataDir), "segments held for ClickHouse")
+
+	before := filepath.Join(t.TempDir(), "before")
+	out, err := exec.Command("cp", "-a", dataDir, before).CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	srv.Restart()
+	sc = startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
+	require.Eventually(t, func() bool { return sidecarMetric(t, sc, "arcstore_sink_lag_segments") == 0 }, time.Minute, 100*time.Millisecond)
+	sc.stop(t, 30*time.Second)
+	first := srv.MustQuery("SELECT count() FROM default.traces")
+
+	require.NoError(t, os.RemoveAll(dataDir))
+	require.NoError(t, os.Rename(before, dataDir))
+	sc = startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
+	require.Eventually(t, func() bool { return sidecarMetric(t, sc, "arcstore_sink_lag_segments") == 0 }, time.Minute, 100*time.Millisecond)
+	resent := sidecarMetric(t, sc, `arcstore_sink_writes_total{result="ok",sink="clickhouse"}`)
+	sc.stop(t, 30*time.Second)
+
+	dropped := srv.MustQuery("SELECT sum(value) FROM system.events WHERE event = 'DuplicatedInsertedBlocks'")
+	lost, dup, acked := checkClickHouse(t, srv, sender)
+	t.Logf("lost cursor: %d spans acknowledged, %s in ClickHouse after the first pass; the second pass sent %v inserts again, ClickHouse dropped %s blocks; lost %d, duplicated %d",
+		acked, first, resent, dropped, lost, dup)
+	assert.Equal(t, strconv.Itoa(acked), first, "the first pass stored every span")
+	assert.Positive(t, resent, "the second pass sent the segments again")
+	assert.NotEqual(t, "0", dropped, "and ClickHouse dropped them by their tokens")
+	assert.Zero(t, lost)
+	assert.Zero(t, dup)
+}
+
+// sidecarSegments counts WAL segment files with data.
+func sidecarSegments(t *testing.T, dataDir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dataDir, "_arcstore", "wal"))
+	require.NoError(t, err)
+	n := 0
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Size() > 0 {
+			n++
+		}
+	}
+	return n
 }
