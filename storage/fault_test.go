@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,4 +112,79 @@ func firstParquet(t *testing.T, dir string) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, m)
 	return m[0]
+}
+
+// dirSyncFaults fails the next directory fsync of a chosen directory.
+type dirSyncFaults struct {
+	OSFS
+	failDir atomic.Pointer[string]
+}
+
+func (f *dirSyncFaults) SyncDir(name string) error {
+	if d := f.failDir.Load(); d != nil && *d == name && f.failDir.CompareAndSwap(d, nil) {
+		return errInjected
+	}
+	return f.OSFS.SyncDir(name)
+}
+
+func (f *dirSyncFaults) failNext(dir string) { f.failDir.Store(&dir) }
+
+// TestDirSyncFaults fails the directory fsync that makes a new file's name
+// durable, where a flush creates one: nothing acknowledged may be lost, on
+// a retry or after a crash.
+func TestDirSyncFaults(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		dir  func(root string) string
+	}{
+		// The intent's rename happened, its entry may not be durable: the
+		// flush fails and removes its temp files, so the intent must go
+		// with them or recovery would trust a plan naming files that
+		// do not exist.
+		{"flush intent", func(root string) string { return filepath.Join(root, systemDirName) }},
+		// A new WAL segment that is not durable is removed, or every later
+		// rotation would find its name taken.
+		{"new wal segment", func(root string) string { return filepath.Join(root, systemDirName, walDirName) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := &dirSyncFaults{}
+			s := openStore(t, dir, fsys)
+			appendBatch(t, s, "a", t0)
+			fsys.failNext(tt.dir(dir))
+			require.Error(t, s.Flush())
+			_, err := os.Stat(filepath.Join(dir, systemDirName, intentName))
+			assert.ErrorIs(t, err, os.ErrNotExist, "no intent outlives a failed flush")
+			require.NoError(t, s.Flush(), "the next flush works")
+			appendBatch(t, s, "b", t0)
+			s.crash()
+
+			s = openStore(t, dir, fsys)
+			appendBatch(t, s, "c", t0)
+			require.NoError(t, s.Close())
+			assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0", "c-0"}}, messages(t, dir))
+		})
+	}
+}
+
+// TestIntentNamingMissingFilesReplaysTheWAL puts an intent whose files are
+// gone next to rows that are only in the WAL: recovery must not take it as
+// done and drop the segments.
+func TestIntentNamingMissingFilesReplaysTheWAL(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	appendBatch(t, s, "a", t0)
+	last := s.wal.seq
+	s.crash()
+	in := &flushIntent{LastSeq: last, Files: []publishStep{{
+		Temp:  filepath.Join(dir, systemDirName, tmpDirName, "gone.parquet.tmp"),
+		Final: filepath.Join(dir, "default", "logs", "date=2026-11-22", "hour=9", "gone.parquet"),
+	}}}
+	data, err := json.Marshal(in)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, systemDirName, intentName), data, 0o644))
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0"}}, messages(t, dir))
 }

@@ -34,14 +34,11 @@ func (s *Store) prepare(gen *generation) (*flushIntent, []FlushedFile, error) {
 		in.Files = append(in.Files, step)
 		files = append(files, FlushedFile{Database: k.database, Table: k.table, Rows: int64(p.rows), Bytes: size})
 	}
-	// Before any WAL segment goes away with the publish, the IDs of the
-	// batches it holds must be safe elsewhere.
-	if err := s.saveBatchIDs(); err != nil {
-		s.removeTemps(in)
-		return nil, nil, err
-	}
 	if len(in.Files) > 0 {
 		if err := s.writeIntent(in); err != nil {
+			// The intent may be on disk without its directory entry being
+			// durable: it must not outlive the temp files it names.
+			s.removeIntent()
 			s.removeTemps(in)
 			return nil, nil, err
 		}

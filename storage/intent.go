@@ -37,6 +37,13 @@ func (s *Store) writeIntent(in *flushIntent) error {
 	return nil
 }
 
+// removeIntent drops the intent of a flush that did not happen.
+func (s *Store) removeIntent() {
+	if err := s.fs.Remove(s.intentPath()); err == nil {
+		_ = s.fs.SyncDir(s.sysDir)
+	}
+}
+
 // publish renames every temp file of the intent into place, fsyncs the
 // directories it touched, then drops the WAL segments and the intent. It is
 // idempotent: a step whose temp file is gone was done before a crash.
@@ -76,6 +83,35 @@ func (s *Store) recoverIntent() error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return fmt.Errorf("decode flush intent: %w", err)
 	}
+	if lost := s.unpublishable(&in); len(lost) > 0 {
+		// A step with neither its temp nor its final file cannot be
+		// finished. Dropping the WAL segments would lose its rows;
+		// replaying them can only repeat rows of steps that were done.
+		s.log.Error("an interrupted flush names files that are gone; its wal segments are replayed instead (rows of its other files may appear twice)",
+			"missing", lost, "last_wal_segment", in.LastSeq)
+		s.removeIntent()
+		return nil
+	}
 	s.log.Info("finishing an interrupted flush", "files", len(in.Files), "last_wal_segment", in.LastSeq)
 	return s.publish(&in)
+}
+
+// unpublishable returns the final names of steps that have neither file.
+func (s *Store) unpublishable(in *flushIntent) []string {
+	var lost []string
+	for _, st := range in.Files {
+		if !s.exists(st.Temp) && !s.exists(st.Final) {
+			lost = append(lost, st.Final)
+		}
+	}
+	return lost
+}
+
+func (s *Store) exists(path string) bool {
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }

@@ -73,9 +73,10 @@ const (
 
 // sinkRunner feeds one sink.
 type sinkRunner struct {
-	sink Sink
-	done atomic.Uint64 // last WAL segment the sink has whole
-	wake chan struct{}
+	sink  Sink
+	done  atomic.Uint64 // last WAL segment the sink has whole
+	fresh bool          // no cursor on disk yet: placed by startFresh
+	wake  chan struct{}
 }
 
 func (s *Store) cursorPath(name string) string {
@@ -109,20 +110,22 @@ func (s *Store) writeCursor(name string, seq uint64) error {
 // loadSinkState reads the sidecar id and every consumer's cursor.
 // Parquet's cursor is read even without sinks: a directory a sink used
 // may hold segments that are in Parquet already (a sidecar restarted
-// without its sink, `arcstore compact`), and they must not replay.
+// without its sink, `arcstore compact`), and they must not replay. The
+// cursor of a consumer this start does not have (a sink whose flag was
+// dropped, Parquet under -parquet=false) holds its segments too: they are
+// acknowledged rows that consumer has not stored, and only the operator
+// can say they are no longer wanted, by deleting the cursor file.
 func (s *Store) loadSinkState() error {
 	if !s.opts.NoParquet {
-		seq, err := s.readCursor(parquetCursor)
-		if err != nil {
+		if err := s.loadParquetCursor(); err != nil {
 			return err
 		}
-		s.parquetDone.Store(seq)
+	}
+	if err := s.loadHeld(); err != nil {
+		return err
 	}
 	if len(s.sinks) == 0 {
 		return nil
-	}
-	if err := s.fs.MkdirAll(filepath.Join(s.sysDir, sinksDirName), 0o755); err != nil {
-		return fmt.Errorf("create sinks dir: %w", err)
 	}
 	id, err := s.loadSidecarID()
 	if err != nil {
@@ -130,11 +133,109 @@ func (s *Store) loadSinkState() error {
 	}
 	s.sidecarID = id
 	for _, r := range s.sinks {
+		_, err := s.fs.ReadFile(s.cursorPath(r.sink.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			r.fresh = true
+			continue
+		}
 		seq, err := s.readCursor(r.sink.Name())
 		if err != nil {
 			return err
 		}
 		r.done.Store(seq)
+	}
+	return nil
+}
+
+// loadParquetCursor reads Parquet's cursor, writing it on first use: from
+// then on a start with Parquet off keeps the segments Parquet lacks.
+func (s *Store) loadParquetCursor() error {
+	if _, err := s.fs.ReadFile(s.cursorPath(parquetCursor)); errors.Is(err, os.ErrNotExist) {
+		return s.writeCursor(parquetCursor, 0)
+	}
+	seq, err := s.readCursor(parquetCursor)
+	if err != nil {
+		return err
+	}
+	s.parquetDone.Store(seq)
+	return nil
+}
+
+// loadHeld reads the cursors of consumers this start does not have.
+func (s *Store) loadHeld() error {
+	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, sinksDirName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list sink cursors: %w", err)
+	}
+	configured := map[string]bool{}
+	if !s.opts.NoParquet {
+		configured[parquetCursor] = true
+	}
+	for _, r := range s.sinks {
+		configured[r.sink.Name()] = true
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), cursorExt)
+		if !ok || configured[name] {
+			continue
+		}
+		seq, err := s.readCursor(name)
+		if err != nil {
+			return err
+		}
+		if s.held == nil {
+			s.held = map[string]uint64{}
+		}
+		s.held[name] = seq
+	}
+	return nil
+}
+
+// warnHeld says which segments wait for a consumer this start lacks.
+func (s *Store) warnHeld() {
+	for name, seq := range s.held {
+		if seq < s.closedThrough.Load() {
+			s.log.Warn("keeping wal segments for a consumer this start does not have; start with it to store them, or delete its cursor file to let them go",
+				"consumer", name, "segments", s.closedThrough.Load()-seq, "cursor", s.cursorPath(name))
+		}
+	}
+}
+
+// heldNote names the absent consumers that keep segments, for errors.
+func (s *Store) heldNote() string {
+	if len(s.held) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("; kept for consumers this start does not have:")
+	for name := range s.held {
+		fmt.Fprintf(&b, " %s (delete %s to let them go)", name, s.cursorPath(name))
+	}
+	return b.String()
+}
+
+// startFresh places the cursor of a sink new to this directory before the
+// oldest segment still here: older rows left the WAL before the sink
+// existed (they are in Parquet), so there is nothing to send for them.
+// Written at once, so that the segments stay for it even if it never
+// gets to store one before the next start.
+func (s *Store) startFresh(seqs []uint64, last uint64) error {
+	for _, r := range s.sinks {
+		if !r.fresh {
+			continue
+		}
+		start := last
+		if len(seqs) > 0 {
+			start = seqs[0] - 1
+		}
+		if err := s.writeCursor(r.sink.Name(), start); err != nil {
+			return err
+		}
+		r.done.Store(start)
+		r.fresh = false
 	}
 	return nil
 }
@@ -158,22 +259,21 @@ func (s *Store) loadSidecarID() (string, error) {
 }
 
 // walDone records that Parquet holds every row of the segments through
-// seq, then drops the segments every consumer is past.
+// seq, then drops the segments every consumer is past. The cursor is
+// written even without sinks, so that a sink added later, or a restart,
+// knows which segments Parquet has.
 func (s *Store) walDone(seq uint64) error {
-	switch {
-	case len(s.sinks) == 0:
-		return s.trimWAL(seq)
-	case s.opts.NoParquet:
-		return s.trimWAL(s.trimPoint())
+	if !s.opts.NoParquet && seq > s.parquetDone.Load() {
+		if err := s.writeCursor(parquetCursor, seq); err != nil {
+			return err
+		}
+		s.parquetDone.Store(seq)
 	}
-	if err := s.writeCursor(parquetCursor, seq); err != nil {
-		return err
-	}
-	s.parquetDone.Store(seq)
 	return s.trimWAL(s.trimPoint())
 }
 
-// trimPoint is the last segment every consumer has.
+// trimPoint is the last segment every consumer has, including those this
+// start does not run.
 func (s *Store) trimPoint() uint64 {
 	p := uint64(math.MaxUint64)
 	if !s.opts.NoParquet {
@@ -182,15 +282,32 @@ func (s *Store) trimPoint() uint64 {
 	for _, r := range s.sinks {
 		p = min(p, r.done.Load())
 	}
+	for _, seq := range s.held {
+		p = min(p, seq)
+	}
 	return min(p, s.closedThrough.Load())
 }
 
+// trimWAL drops the segments through seq. The batch IDs they carry are
+// saved first, so that a retry of one of their batches is still known.
 func (s *Store) trimWAL(through uint64) error {
 	s.trimMu.Lock()
 	defer s.trimMu.Unlock()
+	// While recovering, the IDs of the segments are not all read yet;
+	// recovery trims once at its end.
+	if s.recovering || through <= s.trimmed {
+		return nil
+	}
+	if err := s.saveBatchIDs(); err != nil {
+		return err
+	}
 	removed, err := s.wal.removeThrough(through)
 	s.walBytes.Add(-removed)
-	return err
+	if err != nil {
+		return err
+	}
+	s.trimmed = through
+	return nil
 }
 
 // SinkLag returns how many closed WAL segments a sink has not stored yet.

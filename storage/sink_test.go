@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -184,7 +185,15 @@ func TestSinkCrashRewritesWithTheSameTokens(t *testing.T) {
 func testSinkCrashRewrites(t *testing.T) *fakeSink {
 	dir := t.TempDir()
 	sink := newFakeSink()
-	fsys := &faultFS{failRename: func(p string) bool { return strings.HasSuffix(p, "fake"+cursorExt) }}
+	placed := false // the first cursor, written at start, goes through
+	fsys := &faultFS{failRename: func(p string) bool {
+		if !strings.HasSuffix(p, "fake"+cursorExt) {
+			return false
+		}
+		fail := placed
+		placed = true
+		return fail
+	}}
 	s := openWithSink(t, dir, fsys, sink, Options{})
 	appendBatch(t, s, "a", t0, t0.Add(time.Second))
 	appendBatch(t, s, "b", t0)
@@ -267,11 +276,12 @@ func logsTable(t *testing.T) *Table {
 	return tbl
 }
 
-// TestRestartWithoutTheSinkDoesNotReplayParquetRows leaves segments in the
-// WAL for a sink that is down, then opens the directory without the sink
-// (a sidecar restarted without -clickhouse-addr, or `arcstore compact`):
-// the rows already in Parquet must not be written again.
-func TestRestartWithoutTheSinkDoesNotReplayParquetRows(t *testing.T) {
+// TestRestartWithoutTheSinkKeepsItsRows leaves segments in the WAL for a
+// sink that is down, then opens the directory without the sink (a sidecar
+// restarted without -clickhouse-addr, or `arcstore compact`): the rows
+// already in Parquet are not written again, the segments stay for the
+// sink, and it gets every row once it is back.
+func TestRestartWithoutTheSinkKeepsItsRows(t *testing.T) {
 	dir := t.TempDir()
 	sink := newFakeSink()
 	sink.setErr(fmt.Errorf("connection refused"))
@@ -286,6 +296,148 @@ func TestRestartWithoutTheSinkDoesNotReplayParquetRows(t *testing.T) {
 	s = openStore(t, dir, nil)
 	appendBatch(t, s, "b", t0)
 	require.NoError(t, s.Close())
-	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir), "each row once")
-	assert.Zero(t, walSize(t, s), "segments only the absent sink wanted are gone")
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir), "each row once in Parquet")
+	assert.Positive(t, walSize(t, s), "the absent sink's segments stay")
+
+	sink.setErr(nil)
+	s = openWithSink(t, dir, nil, sink, Options{})
+	waitCaughtUp(t, s)
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages(), "the sink gets what it missed")
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir), "still once in Parquet")
+	assert.Zero(t, walSize(t, s))
+}
+
+// TestDeletingACursorReleasesTheSegments checks the way out the start-up
+// warning names: without the cursor file nobody waits for the segments.
+func TestDeletingACursorReleasesTheSegments(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	s := openWithSink(t, dir, nil, sink, Options{SinkDrainTimeout: 50 * time.Millisecond})
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Close())
+	require.Positive(t, walSize(t, s))
+
+	require.NoError(t, os.Remove(filepath.Join(dir, systemDirName, sinksDirName, "fake"+cursorExt)))
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Zero(t, walSize(t, s), "released")
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0"}}, messages(t, dir))
+}
+
+// TestSinkAddedToAnOldDirectoryStartsAtItsWAL adds a sink to a directory
+// whose WAL is far along: it starts at the oldest segment present instead
+// of walking every number since the first.
+func TestSinkAddedToAnOldDirectoryStartsAtItsWAL(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	for i := range 5 {
+		appendBatch(t, s, fmt.Sprintf("old%d", i), t0)
+		require.NoError(t, s.Flush())
+	}
+	require.NoError(t, s.Close())
+
+	sink := newFakeSink()
+	s = openWithSink(t, dir, nil, sink, Options{})
+	assert.Positive(t, s.sinks[0].done.Load(), "starts at the oldest segment present, not at the first ever")
+	waitCaughtUp(t, s)
+	appendBatch(t, s, "new", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"new-0"}, sink.messages(), "rows from before the sink are in Parquet only")
+}
+
+// TestNoParquetKeepsParquetsSegments turns Parquet off on a directory
+// whose Parquet is behind: its segments are not dropped once the sink has
+// them, and Parquet gets them when it is on again.
+func TestNoParquetKeepsParquetsSegments(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	s := openWithSink(t, dir, nil, sink, Options{})
+	appendBatch(t, s, "a", t0)
+	s.crash() // "a" is in the WAL only
+
+	s = openWithSink(t, dir, nil, sink, Options{NoParquet: true})
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages())
+	assert.Empty(t, messages(t, dir))
+	assert.Positive(t, walSize(t, s), "held for Parquet")
+
+	s = openWithSink(t, dir, nil, sink, Options{})
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
+	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages(), "no second copy in the sink")
+	assert.Zero(t, walSize(t, s))
+}
+
+// idWatchFS checks, each time a WAL segment is removed, that the batch ID
+// of every batch written so far is in the batch ID file on disk: a retry
+// of a batch whose segment is gone must still be known after a crash.
+type idWatchFS struct {
+	OSFS
+	mu      sync.Mutex
+	ids     []BatchID
+	removed int
+	missing int
+}
+
+func (f *idWatchFS) Remove(name string) error {
+	if strings.HasSuffix(name, segmentExt) {
+		f.mu.Lock()
+		d := newDedup(time.Hour)
+		if data, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(name)), batchIDsName)); err == nil {
+			_ = d.decode(data)
+		}
+		for _, id := range f.ids {
+			if !d.has(id) {
+				f.missing++
+			}
+		}
+		f.removed++
+		f.mu.Unlock()
+	}
+	return f.OSFS.Remove(name)
+}
+
+func TestBatchIDsAreSavedBeforeTheirSegmentGoes(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts Options
+		sink bool
+	}{
+		{"parquet", Options{}, false},
+		{"parquet and a sink", Options{}, true},
+		{"a sink only", Options{NoParquet: true}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := &idWatchFS{}
+			opts := tt.opts
+			opts.DataDir, opts.Logger, opts.FS, opts.FlushInterval = t.TempDir(), quiet, fsys, time.Hour
+			if tt.sink {
+				opts.Sinks = []Sink{newFakeSink()}
+			}
+			s, err := Open(opts)
+			require.NoError(t, err)
+			tbl := logsTable(t)
+			for i := range 3 {
+				rec, payload := logBatch(t, fmt.Sprintf("b%d", i), t0)
+				id := NewBatchID("default", tbl.Name, payload)
+				fsys.mu.Lock()
+				fsys.ids = append(fsys.ids, id)
+				fsys.mu.Unlock()
+				require.NoError(t, s.Append(context.Background(), id, "default", tbl, payload, rec))
+				rec.Release()
+				require.NoError(t, s.Flush())
+				if tt.sink {
+					waitCaughtUp(t, s)
+				}
+			}
+			require.NoError(t, s.Close())
+			fsys.mu.Lock()
+			defer fsys.mu.Unlock()
+			assert.Positive(t, fsys.removed, "segments were removed")
+			assert.Zero(t, fsys.missing, "no segment left before its batch ids were saved")
+		})
+	}
 }

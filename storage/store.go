@@ -119,7 +119,10 @@ type Store struct {
 	parquetDone   atomic.Uint64 // last WAL segment whose rows are in Parquet
 	closedThrough atomic.Uint64 // last WAL segment that takes no more writes
 	walBytes      atomic.Int64
+	held          map[string]uint64 // cursors of consumers this start does not run
 	trimMu        sync.Mutex
+	trimmed       uint64 // segments through this one are gone; under trimMu
+	recovering    bool
 	sinkDrained   chan struct{} // closed when Close stops waiting for sinks
 	sinkCancel    context.CancelFunc
 }
@@ -232,7 +235,7 @@ func withDefaults(o Options) Options {
 }
 
 func (s *Store) recover() error {
-	for _, d := range []string{s.wal.dir, s.tmpDir} {
+	for _, d := range []string{s.wal.dir, s.tmpDir, filepath.Join(s.sysDir, sinksDirName)} {
 		if err := s.fs.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
@@ -240,6 +243,12 @@ func (s *Store) recover() error {
 	if err := s.loadSinkState(); err != nil {
 		return err
 	}
+	if err := s.loadBatchIDs(); err != nil {
+		// Losing the IDs can only let a retried batch in twice; refusing to
+		// start would lose everything. Say so loudly and go on.
+		s.log.Error("cannot read the batch ids of recent writes; retries of batches stored before this start may be duplicated", "error", err)
+	}
+	s.recovering = true
 	if err := s.recoverIntent(); err != nil {
 		return err
 	}
@@ -249,32 +258,30 @@ func (s *Store) recover() error {
 	if err := s.clearTmp(); err != nil {
 		return err
 	}
-	if err := s.loadBatchIDs(); err != nil {
-		// Losing the IDs can only let a retried batch in twice; refusing to
-		// start would lose everything. Say so loudly and go on.
-		s.log.Error("cannot read the batch ids of recent writes; retries of batches stored before this start may be duplicated", "error", err)
-	}
 	seqs, err := segments(s.fs, s.wal.dir)
 	if err != nil {
 		return err
 	}
-	// Segments only sinks still need are not Parquet's to replay; their
-	// batch IDs were saved by the flush that covered them.
+	// Segments that only sinks still need are in Parquet already: they are
+	// not replayed, but their batch IDs are remembered.
 	last := s.parquetDone.Load()
 	for _, r := range s.sinks {
 		last = max(last, r.done.Load())
 	}
+	for _, seq := range s.held {
+		last = max(last, seq)
+	}
 	replayed := 0
 	for _, seq := range seqs {
 		last = max(last, seq)
-		if !s.opts.NoParquet && seq <= s.parquetDone.Load() {
-			continue
-		}
-		err := replaySegment(s.fs, s.wal.dir, seq, s.log, func(e walEntry) error {
+		fn := func(e walEntry) error {
 			replayed++
 			return s.replayEntry(e)
-		})
-		if err != nil {
+		}
+		if !s.opts.NoParquet && seq <= s.parquetDone.Load() {
+			fn = s.rememberID
+		}
+		if err := replaySegment(s.fs, s.wal.dir, seq, s.log, fn); err != nil {
 			return err
 		}
 	}
@@ -284,11 +291,17 @@ func (s *Store) recover() error {
 	}
 	s.gen.lastSeq = last
 	s.closedThrough.Store(last)
-	if len(s.sinks) == 0 && s.parquetDone.Load() > 0 {
-		// Kept for a sink this start does not have: nobody needs them now.
-		if err := s.trimWAL(s.parquetDone.Load()); err != nil {
-			return err
-		}
+	s.trimmed = last
+	if len(seqs) > 0 {
+		s.trimmed = seqs[0] - 1
+	}
+	if err := s.startFresh(seqs, last); err != nil {
+		return err
+	}
+	s.warnHeld()
+	s.recovering = false
+	if err := s.trimWAL(s.trimPoint()); err != nil {
+		return err
 	}
 	if _, size, err := s.WALStats(); err == nil {
 		s.walBytes.Store(size)
@@ -296,10 +309,16 @@ func (s *Store) recover() error {
 	return s.wal.openSegment(last + 1)
 }
 
-func (s *Store) replayEntry(e walEntry) error {
+// rememberID keeps the batch ID of a record that is not replayed.
+func (s *Store) rememberID(e walEntry) error {
 	if e.id != NoDedup {
 		s.dedup.add(e.id, time.Now().UnixNano())
 	}
+	return nil
+}
+
+func (s *Store) replayEntry(e walEntry) error {
+	_ = s.rememberID(e)
 	rec, err := arcflight.DecodeRecord(e.ipc, s.mem)
 	if err != nil {
 		return err
@@ -382,7 +401,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		return ErrBackpressure
 	}
 	if wal := s.walBytes.Load(); wal+size > s.opts.MaxWALBytes {
-		return fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)", ErrBackpressure, wal, s.opts.MaxWALBytes)
+		return fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
 	}
 	reqs := make([]*appendReq, 0, len(batches))
 	for _, b := range batches {

@@ -86,7 +86,10 @@ func (w *wal) openSegment(seq uint64) error {
 		return fmt.Errorf("create wal segment: %w", err)
 	}
 	if err := w.fs.SyncDir(w.dir); err != nil {
+		// Left behind, the file would block every later attempt at this
+		// sequence number (O_EXCL).
 		f.Close()
+		_ = w.fs.Remove(path)
 		return fmt.Errorf("sync wal dir: %w", err)
 	}
 	w.seq, w.f, w.size = seq, f, 0

@@ -2,7 +2,9 @@ package clickhouse
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -133,12 +135,51 @@ func sortKey(t *storage.Table) []string {
 }
 
 // shardKey keeps the rows of one trace on one shard where the table has
-// trace ids, so trace lookups and per-trace aggregates stay local.
+// trace ids, so trace lookups and per-trace aggregates stay local. Other
+// tables hash their sort key. The key must be a function of the row, never
+// rand(): a segment sent again after a crash has to split across the
+// shards exactly as before, or the shards cannot recognise its blocks by
+// their token and keep a second copy.
 func shardKey(t *storage.Table) string {
 	if t.Arrow.HasField(schema.ColTraceID) {
 		return "cityHash64(trace_id)"
 	}
-	return "rand()"
+	return "cityHash64(" + strings.Join(sortKey(t), ", ") + ")"
+}
+
+// dedupSetting is the MergeTree setting that holds the insert
+// deduplication window of an engine.
+func dedupSetting(engine string) string {
+	if strings.HasPrefix(engine, "Replicated") {
+		return "replicated_deduplication_window"
+	}
+	return "non_replicated_deduplication_window"
+}
+
+var windowPattern = regexp.MustCompile(`\b((?:non_)?replicated_deduplication_window)\s*=\s*(\d+)`)
+
+// dedupWindow reads a table's deduplication window from its CREATE
+// statement; ok is false when the statement does not set it (the server
+// default then applies: 0, no deduplication, for a plain MergeTree).
+func dedupWindow(createQuery, engine string) (window int, ok bool) {
+	want := dedupSetting(engine)
+	for _, m := range windowPattern.FindAllStringSubmatch(createQuery, -1) {
+		if m[1] == want {
+			n, err := strconv.Atoi(m[2])
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// RaiseDedupWindow returns the statement that sets a table's
+// deduplication window.
+func RaiseDedupWindow(database, table, engine, cluster string, window int) string {
+	onCluster := ""
+	if cluster != "" {
+		onCluster = " ON CLUSTER " + quote(cluster)
+	}
+	return fmt.Sprintf("ALTER TABLE %s.%s%s MODIFY SETTING %s = %d", quote(database), quote(table), onCluster, dedupSetting(engine), window)
 }
 
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }

@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/ClickHouse/ch-go"
@@ -92,5 +93,28 @@ func TestClusterDDL(t *testing.T) {
 	require.NoError(t, err)
 	stmts, err = CreateTable("otel", metrics, TableOptions{Cluster: "prod"})
 	require.NoError(t, err)
-	assert.Contains(t, stmts[1], "rand())", "metrics have no trace id column: spread evenly")
+	assert.Contains(t, stmts[1], "cityHash64(`metric_name`, `service_name`, `time`))",
+		"no trace id: the sort key, so a segment sent again splits across shards as before")
+	assert.NotContains(t, strings.Join(stmts, "\n"), "rand()")
+	assert.Equal(t, "ALTER TABLE `otel`.`metrics_local` ON CLUSTER `prod` MODIFY SETTING replicated_deduplication_window = 500",
+		RaiseDedupWindow("otel", "metrics_local", "ReplicatedMergeTree", "prod", 500))
+}
+
+func TestDedupWindowOfACreateStatement(t *testing.T) {
+	for _, tt := range []struct {
+		name, create, engine string
+		window               int
+		set                  bool
+	}{
+		{"ours", "CREATE TABLE a.b (x Int8) ENGINE = MergeTree ORDER BY x SETTINGS non_replicated_deduplication_window = 10000, index_granularity = 8192", "MergeTree", 10000, true},
+		{"plain MergeTree", "CREATE TABLE a.b (x Int8) ENGINE = MergeTree ORDER BY x SETTINGS index_granularity = 8192", "MergeTree", 0, false},
+		{"replicated", "CREATE TABLE a.b (x Int8) ENGINE = ReplicatedMergeTree('/p', '{replica}') ORDER BY x SETTINGS replicated_deduplication_window = 300", "ReplicatedMergeTree", 300, true},
+		{"other engine's setting", "CREATE TABLE a.b (x Int8) ENGINE = ReplicatedMergeTree('/p', '{replica}') ORDER BY x SETTINGS non_replicated_deduplication_window = 300", "ReplicatedMergeTree", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, ok := dedupWindow(tt.create, tt.engine)
+			assert.Equal(t, tt.set, ok)
+			assert.Equal(t, tt.window, w)
+		})
+	}
 }

@@ -73,6 +73,9 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.DedupWindow <= 0 {
+		cfg.DedupWindow = DefaultDedupWindow
+	}
 	return &Sink{cfg: cfg, log: cfg.Logger, ready: map[string]bool{}, blocks: map[*storage.Table]*block{}}, nil
 }
 
@@ -114,6 +117,9 @@ func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
 	settings := []ch.Setting{
 		{Key: "insert_deduplicate", Value: "1", Important: true},
 		{Key: "insert_deduplication_token", Value: w.Token, Important: true},
+		// An asynchronous insert is answered before it is in a part, and
+		// deduplicates by other rules: a user profile must not turn it on.
+		{Key: "async_insert", Value: "0"},
 		// A block whose column types differ from the table's is an error,
 		// not a conversion: the server would turn values it cannot parse
 		// into NULL, a silent loss.
@@ -230,6 +236,9 @@ func (s *Sink) ensureTable(ctx context.Context, c *ch.Client, database string, t
 	if err := s.checkColumns(ctx, c, database, t); err != nil {
 		return err
 	}
+	if err := s.checkDedupWindow(ctx, c, database, t); err != nil {
+		return err
+	}
 	s.ready[key] = true
 	s.log.Info("clickhouse table ready", "database", database, "table", t.Name)
 	return nil
@@ -270,6 +279,52 @@ func (s *Sink) checkColumns(ctx context.Context, c *ch.Client, database string, 
 		case got != want:
 			return fmt.Errorf("%w: column %s of %s.%s is %s in ClickHouse, the rows have %s", storage.ErrRejected, name, database, t.Name, got, want)
 		}
+	}
+	return nil
+}
+
+// checkDedupWindow makes sure the table that takes the inserts remembers
+// enough tokens to drop a segment sent again. A table created before the
+// sink, by hand or by another tool, may lack the setting, and a plain
+// MergeTree then deduplicates nothing: every crash between an insert and
+// its cursor would leave a second copy.
+func (s *Sink) checkDedupWindow(ctx context.Context, c *ch.Client, database string, t *storage.Table) error {
+	target := t.Name
+	if s.cfg.Cluster != "" {
+		target += localSuffix
+	}
+	var engine, create proto.ColStr
+	found := false
+	err := c.Do(ctx, ch.Query{
+		Body: fmt.Sprintf("SELECT engine, create_table_query FROM system.tables WHERE database = '%s' AND name = '%s'",
+			escapeString(database), escapeString(target)),
+		Result: proto.Results{{Name: "engine", Data: &engine}, {Name: "create_table_query", Data: &create}},
+		OnResult: func(context.Context, proto.Block) error {
+			found = found || engine.Rows() > 0
+			return nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("read the settings of %s.%s: %w", database, target, err)
+	}
+	if !found {
+		return fmt.Errorf("table %s.%s is not in system.tables", database, target)
+	}
+	eng := engine.Row(0)
+	if !strings.Contains(eng, "MergeTree") {
+		// A Null table feeding materialized views, say: the user's design,
+		// whose deduplication the sink cannot see.
+		s.log.Warn("table is not a MergeTree: a segment sent again after a crash may be stored twice",
+			"database", database, "table", target, "engine", eng)
+		return nil
+	}
+	if have, ok := dedupWindow(create.Row(0), eng); ok && have >= s.cfg.DedupWindow {
+		return nil
+	}
+	s.log.Warn("raising the insert deduplication window of an existing table, without which a segment sent again after a crash would be stored twice",
+		"database", database, "table", target, "window", s.cfg.DedupWindow)
+	if err := c.Do(ctx, ch.Query{Body: RaiseDedupWindow(database, target, eng, s.cfg.Cluster, s.cfg.DedupWindow)}); err != nil {
+		return fmt.Errorf("set the deduplication window of %s.%s: %w", database, target, err)
 	}
 	return nil
 }

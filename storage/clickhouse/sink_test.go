@@ -209,3 +209,36 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// TestExistingTableWithoutDedupWindow writes into a traces table created
+// beforehand without a deduplication window (by hand, or by another tool):
+// a plain MergeTree would then keep a segment sent again after a crash
+// twice. The sink raises the window before its first insert.
+func TestExistingTableWithoutDedupWindow(t *testing.T) {
+	srv := chtest.Start(t)
+	tbl, err := storage.LookupTable(schema.TableTraces)
+	require.NoError(t, err)
+	stmts, err := CreateTable("pre", tbl, TableOptions{})
+	require.NoError(t, err)
+	bare := strings.Replace(stmts[0], "SETTINGS non_replicated_deduplication_window = 10000", "", 1)
+	require.NotEqual(t, stmts[0], bare)
+	srv.MustQuery("CREATE DATABASE pre")
+	srv.MustQuery(bare)
+	require.NotContains(t, srv.MustQuery("SELECT create_table_query FROM system.tables WHERE database = 'pre' AND name = 'traces'"), "deduplication_window")
+
+	traces := collect{}
+	defer traces.release()
+	tc := otlparrow.NewTracesConverter(memory.DefaultAllocator, 5)
+	require.NoError(t, tc.Convert(otlparrowtest.Traces(otlparrowtest.Sent, 3), traces.emit))
+	tc.Release()
+	s := newSink(t, srv)
+	traces.write(t, s, "pre", "seg-1")
+	traces.write(t, s, "pre", "seg-1")
+	assert.Contains(t, srv.MustQuery("SELECT create_table_query FROM system.tables WHERE database = 'pre' AND name = 'traces'"),
+		"non_replicated_deduplication_window = 10000")
+	var rows int64
+	for _, r := range traces[schema.TableTraces] {
+		rows += r.NumRows()
+	}
+	assert.Equal(t, fmt.Sprint(rows), srv.MustQuery("SELECT count() FROM pre.traces"), "the repeated insert was dropped")
+}
