@@ -18,5 +18,7 @@
 // a sink that is down holds the WAL, never the acknowledgements, until the
 // WAL reaches its bound; then Append answers ErrBackpressure. A segment
 // written again after a crash gives the sink the same rows under the same
-// token, which the destination uses to drop the repeat.
+// token, which the destination uses to drop the repeat. A cursor on disk
+// whose consumer this start does not run (a sink whose flag was dropped)
+// holds the WAL the same way: only deleting the cursor gives its rows up.
 package storage
