@@ -406,6 +406,9 @@ func compactedName() string {
 func (s *Store) swap(dir string, merged map[string]bool, outputs []mergedFile) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	if err := s.publishUnfinished(); err != nil {
+		return err
+	}
 	names, err := s.parquetFiles(dir)
 	if err != nil {
 		return err

@@ -188,3 +188,29 @@ func TestIntentNamingMissingFilesReplaysTheWAL(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0"}}, messages(t, dir))
 }
+
+// TestNoCompactionWhileAFlushIsHalfPublished fails a flush after its files
+// are renamed into place (the partition directory's fsync), so its intent
+// stays for the retry. Compaction and retention must leave the partitions
+// alone until it is finished: recovery tells a published step from a lost
+// one by where its files are.
+func TestNoCompactionWhileAFlushIsHalfPublished(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &dirSyncFaults{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Flush())
+	appendBatch(t, s, "b", t0)
+	fsys.failNext(filepath.Join(dir, "default", "logs", "date=2026-11-22", "hour=9"))
+	require.ErrorIs(t, s.Flush(), errInjected)
+
+	_, err := s.Compact(context.Background(), 0)
+	assert.ErrorIs(t, err, errPublishUnfinished)
+	_, err = s.ApplyRetention(t0.Add(time.Hour), Retention{"*/*": time.Minute})
+	assert.ErrorIs(t, err, errPublishUnfinished)
+	s.crash()
+
+	s = openStore(t, dir, fsys)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
+}

@@ -37,6 +37,19 @@ func (s *Store) writeIntent(in *flushIntent) error {
 	return nil
 }
 
+// errPublishUnfinished stops compaction and retention while a flush whose
+// intent is durable has not finished publishing: recovery tells a step done
+// from a step lost by its files, so they must stay where the flush put them.
+var errPublishUnfinished = errors.New("a flush is not finished publishing; partitions are left alone until it is")
+
+// publishUnfinished is errPublishUnfinished while that is so; flushMu held.
+func (s *Store) publishUnfinished() error {
+	if s.pending != nil && s.pending.intent != nil {
+		return errPublishUnfinished
+	}
+	return nil
+}
+
 // removeIntent drops the intent of a flush that did not happen.
 func (s *Store) removeIntent() {
 	if err := s.fs.Remove(s.intentPath()); err == nil {

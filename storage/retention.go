@@ -70,6 +70,9 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 	defer s.compactMu.Unlock()
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	if err := s.publishUnfinished(); err != nil {
+		return 0, err
+	}
 	trash := filepath.Join(s.sysDir, trashDirName)
 	if err := s.fs.MkdirAll(trash, 0o755); err != nil {
 		return 0, fmt.Errorf("create trash dir: %w", err)

@@ -69,6 +69,7 @@ const (
 	sidecarIDName  = "sidecar-id"
 	sinkMaxBackoff = 30 * time.Second
 	sinkTimeout    = 2 * time.Minute
+	sinkTrimEvery  = 16
 )
 
 // sinkRunner feeds one sink.
@@ -116,10 +117,12 @@ func (s *Store) writeCursor(name string, seq uint64) error {
 // acknowledged rows that consumer has not stored, and only the operator
 // can say they are no longer wanted, by deleting the cursor file.
 func (s *Store) loadSinkState() error {
-	if !s.opts.NoParquet {
-		if err := s.loadParquetCursor(); err != nil {
-			return err
-		}
+	load := s.loadParquetCursor
+	if s.opts.NoParquet {
+		load = s.dropParquetCursor
+	}
+	if err := load(); err != nil {
+		return err
 	}
 	if err := s.loadHeld(); err != nil {
 		return err
@@ -147,10 +150,20 @@ func (s *Store) loadSinkState() error {
 	return nil
 }
 
-// loadParquetCursor reads Parquet's cursor, writing it on first use: from
-// then on a start with Parquet off keeps the segments Parquet lacks.
+// loadParquetCursor reads Parquet's cursor. Written on first use, so that
+// a restart knows which segments Parquet has. In a directory that had only
+// sinks, Parquet starts after the segments there: they are the sinks' rows,
+// already stored where the operator chose.
 func (s *Store) loadParquetCursor() error {
 	if _, err := s.fs.ReadFile(s.cursorPath(parquetCursor)); errors.Is(err, os.ErrNotExist) {
+		hadSinks, err := s.hasSinkCursors()
+		if err != nil {
+			return err
+		}
+		if hadSinks {
+			s.parquetFresh = true // placed by recover once it knows the last segment
+			return nil
+		}
 		return s.writeCursor(parquetCursor, 0)
 	}
 	seq, err := s.readCursor(parquetCursor)
@@ -159,6 +172,37 @@ func (s *Store) loadParquetCursor() error {
 	}
 	s.parquetDone.Store(seq)
 	return nil
+}
+
+// dropParquetCursor forgets Parquet under -parquet=false: the sinks are
+// then the storage, every acknowledged row reaches them, and keeping WAL
+// segments for a Parquet that is off would only fill the disk.
+func (s *Store) dropParquetCursor() error {
+	if _, err := s.fs.ReadFile(s.cursorPath(parquetCursor)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	seq, err := s.readCursor(parquetCursor)
+	if err != nil {
+		return err
+	}
+	s.log.Warn("parquet is off: wal segments after its cursor are no longer kept for it; they go to the sinks only", "parquet_cursor", seq)
+	if err := s.fs.Remove(s.cursorPath(parquetCursor)); err != nil {
+		return fmt.Errorf("remove parquet cursor: %w", err)
+	}
+	return s.fs.SyncDir(filepath.Dir(s.cursorPath(parquetCursor)))
+}
+
+func (s *Store) hasSinkCursors() (bool, error) {
+	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, sinksDirName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("list sink cursors: %w", err)
+	}
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), cursorExt); ok && name != parquetCursor {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // loadHeld reads the cursors of consumers this start does not have.
@@ -170,10 +214,7 @@ func (s *Store) loadHeld() error {
 	if err != nil {
 		return fmt.Errorf("list sink cursors: %w", err)
 	}
-	configured := map[string]bool{}
-	if !s.opts.NoParquet {
-		configured[parquetCursor] = true
-	}
+	configured := map[string]bool{parquetCursor: true}
 	for _, r := range s.sinks {
 		configured[r.sink.Name()] = true
 	}
@@ -396,8 +437,12 @@ func (s *Store) sinkLoop(ctx context.Context, r *sinkRunner) {
 		if err == nil {
 			r.done.Store(next)
 			backoff = 100 * time.Millisecond
-			if terr := s.trimWAL(s.trimPoint()); terr != nil {
-				s.log.Error("cannot remove wal segments", "error", terr)
+			// Each trim rewrites the batch ID file: a sink catching up
+			// trims every few segments, not after each.
+			if next >= s.closedThrough.Load() || next%sinkTrimEvery == 0 {
+				if terr := s.trimWAL(s.trimPoint()); terr != nil {
+					s.log.Error("cannot remove wal segments", "error", terr)
+				}
 			}
 			continue
 		}

@@ -347,10 +347,11 @@ func TestSinkAddedToAnOldDirectoryStartsAtItsWAL(t *testing.T) {
 	assert.Equal(t, []string{"new-0"}, sink.messages(), "rows from before the sink are in Parquet only")
 }
 
-// TestNoParquetKeepsParquetsSegments turns Parquet off on a directory
-// whose Parquet is behind: its segments are not dropped once the sink has
-// them, and Parquet gets them when it is on again.
-func TestNoParquetKeepsParquetsSegments(t *testing.T) {
+// TestParquetOffAndOnAgain turns Parquet off on a directory whose Parquet
+// is behind, then on again. Off, the sinks are the storage: they get every
+// row, and the WAL is not kept for a Parquet that may never come back. On
+// again, Parquet starts with new rows; nothing reaches the sink twice.
+func TestParquetOffAndOnAgain(t *testing.T) {
 	dir := t.TempDir()
 	sink := newFakeSink()
 	s := openWithSink(t, dir, nil, sink, Options{})
@@ -360,15 +361,43 @@ func TestNoParquetKeepsParquetsSegments(t *testing.T) {
 	s = openWithSink(t, dir, nil, sink, Options{NoParquet: true})
 	appendBatch(t, s, "b", t0)
 	require.NoError(t, s.Close())
-	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages())
+	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages(), "every acknowledged row in the sink")
 	assert.Empty(t, messages(t, dir))
-	assert.Positive(t, walSize(t, s), "held for Parquet")
+	assert.Zero(t, walSize(t, s), "nothing kept for Parquet while it is off")
 
 	s = openWithSink(t, dir, nil, sink, Options{})
+	appendBatch(t, s, "c", t0)
 	require.NoError(t, s.Close())
-	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
-	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages(), "no second copy in the sink")
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"c-0"}}, messages(t, dir))
+	assert.Equal(t, []string{"a-0", "b-0", "c-0"}, sink.messages(), "no second copy in the sink")
 	assert.Zero(t, walSize(t, s))
+}
+
+// TestParquetOpenOfASinkOnlyDirectory opens a directory that had only a
+// sink with Parquet on, as `arcstore compact` does, while the sink lags:
+// the sink's rows do not turn into Parquet files, and the sidecar started
+// again with Parquet off is not held back by a Parquet cursor.
+func TestParquetOpenOfASinkOnlyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	s := openWithSink(t, dir, nil, sink, Options{NoParquet: true, SinkDrainTimeout: 50 * time.Millisecond})
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Close())
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Flush())
+	require.NoError(t, s.Close())
+	assert.Empty(t, messages(t, dir), "the sink's rows are not Parquet's")
+	assert.Positive(t, walSize(t, s), "still held for the sink")
+
+	sink.setErr(nil)
+	s = openWithSink(t, dir, nil, sink, Options{NoParquet: true})
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"a-0", "b-0"}, sink.messages())
+	assert.Zero(t, walSize(t, s), "no Parquet cursor holds the WAL")
+	assert.Empty(t, messages(t, dir))
 }
 
 // idWatchFS checks, each time a WAL segment is removed, that the batch ID

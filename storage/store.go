@@ -123,6 +123,7 @@ type Store struct {
 	trimMu        sync.Mutex
 	trimmed       uint64 // segments through this one are gone; under trimMu
 	recovering    bool
+	parquetFresh  bool          // Parquet is new to a directory that had only sinks
 	sinkDrained   chan struct{} // closed when Close stops waiting for sinks
 	sinkCancel    context.CancelFunc
 }
@@ -271,9 +272,17 @@ func (s *Store) recover() error {
 	for _, seq := range s.held {
 		last = max(last, seq)
 	}
+	if len(seqs) > 0 {
+		last = max(last, seqs[len(seqs)-1])
+	}
+	if s.parquetFresh {
+		if err := s.writeCursor(parquetCursor, last); err != nil {
+			return err
+		}
+		s.parquetDone.Store(last)
+	}
 	replayed := 0
 	for _, seq := range seqs {
-		last = max(last, seq)
 		fn := func(e walEntry) error {
 			replayed++
 			return s.replayEntry(e)
@@ -301,7 +310,8 @@ func (s *Store) recover() error {
 	s.warnHeld()
 	s.recovering = false
 	if err := s.trimWAL(s.trimPoint()); err != nil {
-		return err
+		// The segments stay, so nothing is lost; the next trim retries.
+		s.log.Error("cannot remove wal segments every consumer has", "error", err)
 	}
 	if _, size, err := s.WALStats(); err == nil {
 		s.walBytes.Store(size)

@@ -150,7 +150,7 @@ func shardKey(t *storage.Table) string {
 // dedupSetting is the MergeTree setting that holds the insert
 // deduplication window of an engine.
 func dedupSetting(engine string) string {
-	if strings.HasPrefix(engine, "Replicated") {
+	if strings.HasPrefix(engine, "Replicated") || strings.HasPrefix(engine, "Shared") {
 		return "replicated_deduplication_window"
 	}
 	return "non_replicated_deduplication_window"

@@ -109,6 +109,7 @@ func TestDedupWindowOfACreateStatement(t *testing.T) {
 		{"ours", "CREATE TABLE a.b (x Int8) ENGINE = MergeTree ORDER BY x SETTINGS non_replicated_deduplication_window = 10000, index_granularity = 8192", "MergeTree", 10000, true},
 		{"plain MergeTree", "CREATE TABLE a.b (x Int8) ENGINE = MergeTree ORDER BY x SETTINGS index_granularity = 8192", "MergeTree", 0, false},
 		{"replicated", "CREATE TABLE a.b (x Int8) ENGINE = ReplicatedMergeTree('/p', '{replica}') ORDER BY x SETTINGS replicated_deduplication_window = 300", "ReplicatedMergeTree", 300, true},
+		{"ClickHouse Cloud", "CREATE TABLE a.b (x Int8) ENGINE = SharedMergeTree('/p', '{replica}') ORDER BY x SETTINGS replicated_deduplication_window = 300", "SharedMergeTree", 300, true},
 		{"other engine's setting", "CREATE TABLE a.b (x Int8) ENGINE = ReplicatedMergeTree('/p', '{replica}') ORDER BY x SETTINGS non_replicated_deduplication_window = 300", "ReplicatedMergeTree", 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

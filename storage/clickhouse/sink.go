@@ -287,46 +287,81 @@ func (s *Sink) checkColumns(ctx context.Context, c *ch.Client, database string, 
 // enough tokens to drop a segment sent again. A table created before the
 // sink, by hand or by another tool, may lack the setting, and a plain
 // MergeTree then deduplicates nothing: every crash between an insert and
-// its cursor would leave a second copy.
+// its cursor would leave a second copy. What cannot be fixed here (no
+// ALTER grant, a foreign engine, a Distributed table sharded at random) is
+// logged as an error and the inserts go on: stopping them would hold the
+// WAL until the sidecar refuses writes, for a risk that needs a crash.
 func (s *Sink) checkDedupWindow(ctx context.Context, c *ch.Client, database string, t *storage.Table) error {
 	target := t.Name
 	if s.cfg.Cluster != "" {
 		target += localSuffix
+		if err := s.checkShardKey(ctx, c, database, t); err != nil {
+			return err
+		}
 	}
-	var engine, create proto.ColStr
-	found := false
-	err := c.Do(ctx, ch.Query{
-		Body: fmt.Sprintf("SELECT engine, create_table_query FROM system.tables WHERE database = '%s' AND name = '%s'",
-			escapeString(database), escapeString(target)),
-		Result: proto.Results{{Name: "engine", Data: &engine}, {Name: "create_table_query", Data: &create}},
-		OnResult: func(context.Context, proto.Block) error {
-			found = found || engine.Rows() > 0
-			return nil
-		},
-	})
+	eng, create, err := tableInfo(ctx, c, database, target)
 	if err != nil {
-		return fmt.Errorf("read the settings of %s.%s: %w", database, target, err)
+		return err
 	}
-	if !found {
-		return fmt.Errorf("table %s.%s is not in system.tables", database, target)
-	}
-	eng := engine.Row(0)
 	if !strings.Contains(eng, "MergeTree") {
 		// A Null table feeding materialized views, say: the user's design,
 		// whose deduplication the sink cannot see.
-		s.log.Warn("table is not a MergeTree: a segment sent again after a crash may be stored twice",
+		s.log.Error("table is not a MergeTree: a segment sent again after a crash may be stored twice",
 			"database", database, "table", target, "engine", eng)
 		return nil
 	}
-	if have, ok := dedupWindow(create.Row(0), eng); ok && have >= s.cfg.DedupWindow {
+	if have, ok := dedupWindow(create, eng); ok && have >= s.cfg.DedupWindow {
 		return nil
 	}
 	s.log.Warn("raising the insert deduplication window of an existing table, without which a segment sent again after a crash would be stored twice",
 		"database", database, "table", target, "window", s.cfg.DedupWindow)
 	if err := c.Do(ctx, ch.Query{Body: RaiseDedupWindow(database, target, eng, s.cfg.Cluster, s.cfg.DedupWindow)}); err != nil {
-		return fmt.Errorf("set the deduplication window of %s.%s: %w", database, target, err)
+		if _, ok := ch.AsException(err); !ok {
+			return fmt.Errorf("set the deduplication window of %s.%s: %w", database, target, err)
+		}
+		s.log.Error("cannot set the insert deduplication window; a segment sent again after a crash may be stored twice",
+			"database", database, "table", target, "error", err)
 	}
 	return nil
+}
+
+// checkShardKey warns of a Distributed table that shards at random (made
+// by hand or by an older release): a segment sent again splits otherwise,
+// and each shard may drop or keep parts that are not the ones it had.
+func (s *Sink) checkShardKey(ctx context.Context, c *ch.Client, database string, t *storage.Table) error {
+	_, create, err := tableInfo(ctx, c, database, t.Name)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(create, "rand()") {
+		s.log.Error("the Distributed table shards by rand(): after a crash a resent segment may be lost or stored twice on some shards; recreate it with a sharding key that is a function of the row",
+			"database", database, "table", t.Name, "suggested_key", shardKey(t))
+	}
+	return nil
+}
+
+// tableInfo reads a table's engine and CREATE statement.
+func tableInfo(ctx context.Context, c *ch.Client, database, table string) (engine, create string, err error) {
+	var engines, creates proto.ColStr
+	found := false
+	err = c.Do(ctx, ch.Query{
+		Body: fmt.Sprintf("SELECT engine, create_table_query FROM system.tables WHERE database = '%s' AND name = '%s'",
+			escapeString(database), escapeString(table)),
+		Result: proto.Results{{Name: "engine", Data: &engines}, {Name: "create_table_query", Data: &creates}},
+		OnResult: func(context.Context, proto.Block) error {
+			if engines.Rows() > 0 && !found {
+				engine, create, found = engines.Row(0), creates.Row(0), true
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("read the settings of %s.%s: %w", database, table, err)
+	}
+	if !found {
+		return "", "", fmt.Errorf("table %s.%s is not in system.tables", database, table)
+	}
+	return engine, create, nil
 }
 
 func escapeString(s string) string {
