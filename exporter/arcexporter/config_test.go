@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadata"
@@ -115,6 +116,24 @@ func TestValidate(t *testing.T) {
 			for _, w := range tt.want {
 				assert.ErrorIs(t, err, w)
 			}
+		})
+	}
+}
+
+func TestPersistentBatchingIsFlagged(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		queue map[string]any
+		want  bool
+	}{
+		{"memory queue with its batcher", map[string]any{}, false},
+		{"persistent queue with the default batcher", map[string]any{"storage": "file_storage"}, true},
+		{"persistent queue without batcher", map[string]any{"storage": "file_storage", "batch": map[string]any{"enabled": false}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			require.NoError(t, confmap.NewFromStringMap(map[string]any{"endpoint": "localhost:1", "sending_queue": tt.queue}).Unmarshal(cfg))
+			assert.Equal(t, tt.want, persistentBatching(cfg))
 		})
 	}
 }

@@ -63,7 +63,20 @@ func newExporter(cfg *Config, set exporter.Settings) (*arcExporter, error) {
 	e.traces.New = func() any { return otlparrow.NewTracesConverter(e.mem, cfg.BatchSize) }
 	e.logs.New = func() any { return otlparrow.NewLogsConverter(e.mem, cfg.BatchSize) }
 	e.metrics.New = func() any { return otlparrow.NewMetricsConverter(e.mem, cfg.BatchSize) }
+	if persistentBatching(cfg) {
+		set.Logger.Warn("sending_queue has storage and batch: after a collector crash, requests the sidecar stored but the queue had not yet released come back merged with other neighbours, as batches the sidecar cannot recognise, and are stored twice; set sending_queue::batch::enabled: false for exactly once")
+	}
 	return e, nil
+}
+
+// persistentBatching reports a persistent queue whose batcher merges
+// requests after they left it.
+func persistentBatching(cfg *Config) bool {
+	if !cfg.QueueConfig.HasValue() {
+		return false
+	}
+	q := cfg.QueueConfig.Get()
+	return q.StorageID != nil && q.Batch.HasValue()
 }
 
 func (e *arcExporter) start(ctx context.Context, host component.Host) error {

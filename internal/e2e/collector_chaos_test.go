@@ -13,7 +13,7 @@ import (
 // persistentQueue makes the arc exporter's queue a file_storage one, without
 // batching so a request leaves the queue exactly as it entered.
 func persistentQueue(dir string) string {
-	return `    sending_queue: {enabled: true, num_consumers: 4, queue_size: 100000, storage: file_storage}
+	return `    sending_queue: {enabled: true, num_consumers: 4, queue_size: 100000, storage: file_storage, batch: {enabled: false}}
 extensions:
   file_storage: {directory: "` + dir + `"}
 `

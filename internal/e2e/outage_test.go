@@ -113,5 +113,14 @@ func checkSpans(t *testing.T, dataDir string, sender *spanSender) (lost, dup int
 			lost++
 		}
 	}
+	if dup > 0 {
+		// Where the copies are tells a repeated batch (two files, the
+		// same rows) from a file published twice.
+		for _, r := range duckdb(t, "SELECT filename, min(span_id) AS first, count(*) AS n FROM read_parquet('"+dataDir+
+			"/default/traces/**/*.parquet', hive_partitioning = true, filename = true) WHERE span_id IN (SELECT span_id FROM "+
+			table(dataDir, "traces")+" GROUP BY span_id HAVING count(*) > 1) GROUP BY filename") {
+			t.Logf("duplicated spans: %v rows from %v in %v", r["n"], r["first"], r["filename"])
+		}
+	}
 	return lost, dup
 }
