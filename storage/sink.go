@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -84,21 +85,21 @@ func (s *Store) cursorPath(name string) string {
 	return filepath.Join(s.sysDir, sinksDirName, name+cursorExt)
 }
 
-// readCursor returns the last segment a consumer has whole; 0 if it never
-// recorded one.
-func (s *Store) readCursor(name string) (uint64, error) {
+// readCursor returns the last segment a consumer has whole; ok is false
+// if it never recorded one.
+func (s *Store) readCursor(name string) (seq uint64, ok bool, err error) {
 	data, err := s.fs.ReadFile(s.cursorPath(name))
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s cursor: %w", name, err)
+		return 0, false, fmt.Errorf("read %s cursor: %w", name, err)
 	}
-	seq, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	seq, err = strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("parse %s cursor: %w", name, err)
+		return 0, false, fmt.Errorf("parse %s cursor: %w", name, err)
 	}
-	return seq, nil
+	return seq, true, nil
 }
 
 func (s *Store) writeCursor(name string, seq uint64) error {
@@ -136,15 +137,11 @@ func (s *Store) loadSinkState() error {
 	}
 	s.sidecarID = id
 	for _, r := range s.sinks {
-		_, err := s.fs.ReadFile(s.cursorPath(r.sink.Name()))
-		if errors.Is(err, os.ErrNotExist) {
-			r.fresh = true
-			continue
-		}
-		seq, err := s.readCursor(r.sink.Name())
+		seq, ok, err := s.readCursor(r.sink.Name())
 		if err != nil {
 			return err
 		}
+		r.fresh = !ok
 		r.done.Store(seq)
 	}
 	return nil
@@ -155,34 +152,28 @@ func (s *Store) loadSinkState() error {
 // sinks, Parquet starts after the segments there: they are the sinks' rows,
 // already stored where the operator chose.
 func (s *Store) loadParquetCursor() error {
-	if _, err := s.fs.ReadFile(s.cursorPath(parquetCursor)); errors.Is(err, os.ErrNotExist) {
-		hadSinks, err := s.hasSinkCursors()
-		if err != nil {
-			return err
-		}
-		if hadSinks {
-			s.parquetFresh = true // placed by recover once it knows the last segment
-			return nil
-		}
-		return s.writeCursor(parquetCursor, 0)
+	seq, ok, err := s.readCursor(parquetCursor)
+	if err != nil || ok {
+		s.parquetDone.Store(seq)
+		return err
 	}
-	seq, err := s.readCursor(parquetCursor)
+	hadSinks, err := s.hasSinkCursors()
 	if err != nil {
 		return err
 	}
-	s.parquetDone.Store(seq)
-	return nil
+	if hadSinks {
+		s.parquetFresh = true // placed by recover once it knows the last segment
+		return nil
+	}
+	return s.writeCursor(parquetCursor, 0)
 }
 
 // dropParquetCursor forgets Parquet under -parquet=false: the sinks are
 // then the storage, every acknowledged row reaches them, and keeping WAL
 // segments for a Parquet that is off would only fill the disk.
 func (s *Store) dropParquetCursor() error {
-	if _, err := s.fs.ReadFile(s.cursorPath(parquetCursor)); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	seq, err := s.readCursor(parquetCursor)
-	if err != nil {
+	seq, ok, err := s.readCursor(parquetCursor)
+	if err != nil || !ok {
 		return err
 	}
 	s.log.Warn("parquet is off: wal segments after its cursor are no longer kept for it; they go to the sinks only", "parquet_cursor", seq)
@@ -192,38 +183,41 @@ func (s *Store) dropParquetCursor() error {
 	return s.fs.SyncDir(filepath.Dir(s.cursorPath(parquetCursor)))
 }
 
-func (s *Store) hasSinkCursors() (bool, error) {
+// cursorNames lists the consumers that have a cursor on disk.
+func (s *Store) cursorNames() ([]string, error) {
 	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, sinksDirName))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, fmt.Errorf("list sink cursors: %w", err)
+		return nil, fmt.Errorf("list sink cursors: %w", err)
 	}
+	var names []string
 	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), cursorExt); ok && name != parquetCursor {
-			return true, nil
+		if name, ok := strings.CutSuffix(e.Name(), cursorExt); ok {
+			names = append(names, name)
 		}
 	}
-	return false, nil
+	return names, nil
+}
+
+func (s *Store) hasSinkCursors() (bool, error) {
+	names, err := s.cursorNames()
+	return slices.ContainsFunc(names, func(n string) bool { return n != parquetCursor }), err
 }
 
 // loadHeld reads the cursors of consumers this start does not have.
 func (s *Store) loadHeld() error {
-	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, sinksDirName))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	names, err := s.cursorNames()
 	if err != nil {
-		return fmt.Errorf("list sink cursors: %w", err)
+		return err
 	}
 	configured := map[string]bool{parquetCursor: true}
 	for _, r := range s.sinks {
 		configured[r.sink.Name()] = true
 	}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), cursorExt)
-		if !ok || configured[name] {
+	for _, name := range names {
+		if configured[name] {
 			continue
 		}
-		seq, err := s.readCursor(name)
+		seq, _, err := s.readCursor(name)
 		if err != nil {
 			return err
 		}

@@ -96,6 +96,16 @@ func openWithSink(t *testing.T, dir string, fsys FS, sink Sink, opts Options) *S
 	return s
 }
 
+// openWithDownSink opens dir with a sink that refuses every write, as a
+// ClickHouse that is down would, and waits for it briefly on Close.
+func openWithDownSink(t *testing.T, dir string, opts Options) (*Store, *fakeSink) {
+	t.Helper()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	opts.SinkDrainTimeout = 50 * time.Millisecond
+	return openWithSink(t, dir, nil, sink, opts), sink
+}
+
 func waitCaughtUp(t *testing.T, s *Store) {
 	t.Helper()
 	require.Eventually(t, func() bool { return s.SinkLag("fake") == 0 }, 10*time.Second, 10*time.Millisecond, "the sink catches up")
@@ -283,9 +293,7 @@ func logsTable(t *testing.T) *Table {
 // sink, and it gets every row once it is back.
 func TestRestartWithoutTheSinkKeepsItsRows(t *testing.T) {
 	dir := t.TempDir()
-	sink := newFakeSink()
-	sink.setErr(fmt.Errorf("connection refused"))
-	s := openWithSink(t, dir, nil, sink, Options{SinkDrainTimeout: 50 * time.Millisecond})
+	s, sink := openWithDownSink(t, dir, Options{})
 	appendBatch(t, s, "a", t0)
 	require.NoError(t, s.Flush())
 	require.Positive(t, walSize(t, s), "held for the sink")
@@ -312,9 +320,7 @@ func TestRestartWithoutTheSinkKeepsItsRows(t *testing.T) {
 // warning names: without the cursor file nobody waits for the segments.
 func TestDeletingACursorReleasesTheSegments(t *testing.T) {
 	dir := t.TempDir()
-	sink := newFakeSink()
-	sink.setErr(fmt.Errorf("connection refused"))
-	s := openWithSink(t, dir, nil, sink, Options{SinkDrainTimeout: 50 * time.Millisecond})
+	s, _ := openWithDownSink(t, dir, Options{})
 	appendBatch(t, s, "a", t0)
 	require.NoError(t, s.Close())
 	require.Positive(t, walSize(t, s))
@@ -379,9 +385,7 @@ func TestParquetOffAndOnAgain(t *testing.T) {
 // again with Parquet off is not held back by a Parquet cursor.
 func TestParquetOpenOfASinkOnlyDirectory(t *testing.T) {
 	dir := t.TempDir()
-	sink := newFakeSink()
-	sink.setErr(fmt.Errorf("connection refused"))
-	s := openWithSink(t, dir, nil, sink, Options{NoParquet: true, SinkDrainTimeout: 50 * time.Millisecond})
+	s, sink := openWithDownSink(t, dir, Options{NoParquet: true})
 	appendBatch(t, s, "a", t0)
 	require.NoError(t, s.Close())
 
