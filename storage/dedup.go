@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,23 +41,42 @@ func NewBatchID(database, table string, parts ...[]byte) BatchID {
 
 const (
 	batchIDsName = "batch-ids"
-	// DefaultDedupWindow is how long a batch ID is remembered: longer than
-	// any exporter retry of one push (its timeout and backoff).
+	// DefaultDedupWindow is how long a batch ID is remembered, counted in
+	// the sidecar's running time: longer than any exporter retry of one
+	// push while the sidecar is up (its timeout and backoff).
 	DefaultDedupWindow = 15 * time.Minute
+	// batchIDsMagic starts a batch ID file that counts in running time;
+	// the older format (wall-clock times, no header) is still read.
+	batchIDsMagic = "arcids2\n"
+	batchIDSize   = sha256.Size + 8
 )
 
-// dedup remembers the IDs of durable batches for a window. It is saved
-// before every flush deletes WAL segments, so IDs outlive the records that
-// carried them.
+// dedup remembers the IDs of durable batches for a window. The window is
+// counted in the sidecar's own running time (uptime summed over every
+// start, saved with the IDs), not wall time: a sidecar that stored a batch
+// and died before acknowledging it may stay down for hours while the
+// exporter retries, and the retry must still be known when it comes back.
+// The IDs are saved before any WAL segment is deleted, so they outlive the
+// records that carried them.
 type dedup struct {
-	mu     sync.Mutex
-	window time.Duration
-	seen   map[BatchID]int64 // unix nanos when first stored
+	mu      sync.Mutex
+	window  time.Duration
+	seen    map[BatchID]time.Duration // running time when first stored
+	base    time.Duration             // running time of earlier starts
+	started time.Time                 // this start, on clock
+	clock   func() time.Time
 }
 
-func newDedup(window time.Duration) *dedup {
-	return &dedup{window: window, seen: map[BatchID]int64{}}
+func newDedup(window time.Duration, clock func() time.Time) *dedup {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &dedup{window: window, seen: map[BatchID]time.Duration{}, clock: clock, started: clock()}
 }
+
+// uptime is the running time of this start and every earlier one; d.mu
+// is held.
+func (d *dedup) uptime() time.Duration { return d.base + d.clock().Sub(d.started) }
 
 func (d *dedup) has(id BatchID) bool {
 	d.mu.Lock()
@@ -65,20 +85,24 @@ func (d *dedup) has(id BatchID) bool {
 	return ok
 }
 
-func (d *dedup) add(id BatchID, at int64) {
+func (d *dedup) add(id BatchID) {
 	d.mu.Lock()
 	if _, ok := d.seen[id]; !ok {
-		d.seen[id] = at
+		d.seen[id] = d.uptime()
 	}
 	d.mu.Unlock()
 }
 
-// encode drops expired IDs and returns the rest: 32-byte ID, 8-byte time.
-func (d *dedup) encode(now time.Time) []byte {
+// encode drops expired IDs and returns the rest: the magic, the running
+// time now, then per ID the 32-byte ID and its 8-byte running time.
+func (d *dedup) encode() []byte {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	limit := now.Add(-d.window).UnixNano()
-	out := make([]byte, 0, len(d.seen)*(sha256.Size+8))
+	now := d.uptime()
+	limit := now - d.window
+	out := make([]byte, 0, len(batchIDsMagic)+8+len(d.seen)*batchIDSize)
+	out = append(out, batchIDsMagic...)
+	out = binary.LittleEndian.AppendUint64(out, uint64(now))
 	for id, at := range d.seen {
 		if at < limit {
 			delete(d.seen, id)
@@ -90,15 +114,36 @@ func (d *dedup) encode(now time.Time) []byte {
 	return out
 }
 
+// decode loads a saved file; the running time goes on from the one it
+// was saved at.
 func (d *dedup) decode(data []byte) error {
-	const size = sha256.Size + 8
-	if len(data)%size != 0 {
-		return fmt.Errorf("batch id file has %d bytes, not a multiple of %d", len(data), size)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := !strings.HasPrefix(string(data[:min(len(data), len(batchIDsMagic))]), batchIDsMagic)
+	if !old {
+		if len(data) < len(batchIDsMagic)+8 {
+			return fmt.Errorf("batch id file has %d bytes, too few for its header", len(data))
+		}
+		d.base = max(d.base, time.Duration(binary.LittleEndian.Uint64(data[len(batchIDsMagic):])))
+		d.started = d.clock()
+		data = data[len(batchIDsMagic)+8:]
 	}
-	for off := 0; off < len(data); off += size {
+	if len(data)%batchIDSize != 0 {
+		return fmt.Errorf("batch id file has %d bytes of ids, not a multiple of %d", len(data), batchIDSize)
+	}
+	now := d.uptime()
+	for off := 0; off < len(data); off += batchIDSize {
 		var id BatchID
 		copy(id[:], data[off:])
-		d.add(id, int64(binary.LittleEndian.Uint64(data[off+sha256.Size:])))
+		// The older format has wall-clock times: its IDs get a whole
+		// window from now.
+		at := now
+		if !old {
+			at = time.Duration(binary.LittleEndian.Uint64(data[off+sha256.Size:]))
+		}
+		if _, ok := d.seen[id]; !ok {
+			d.seen[id] = at
+		}
 	}
 	return nil
 }
@@ -106,7 +151,7 @@ func (d *dedup) decode(data []byte) error {
 func (s *Store) batchIDsPath() string { return filepath.Join(s.sysDir, batchIDsName) }
 
 func (s *Store) saveBatchIDs() error {
-	if err := writeFileAtomic(s.fs, s.batchIDsPath(), s.dedup.encode(time.Now())); err != nil {
+	if err := writeFileAtomic(s.fs, s.batchIDsPath(), s.dedup.encode()); err != nil {
 		return fmt.Errorf("save batch ids: %w", err)
 	}
 	return nil

@@ -174,7 +174,7 @@ func TestIntentNamingMissingFilesReplaysTheWAL(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
 	appendBatch(t, s, "a", t0)
-	last := s.wal.seq
+	last := s.wal.Seq()
 	s.crash()
 	in := &flushIntent{LastSeq: last, Files: []publishStep{{
 		Temp:  filepath.Join(dir, systemDirName, tmpDirName, "gone.parquet.tmp"),

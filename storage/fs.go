@@ -3,23 +3,17 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 // File is the part of *os.File that storage uses. Tests wrap it to inject
-// short writes and fsync failures.
-type File interface {
-	io.Writer
-	io.Reader
-	Sync() error
-	Close() error
-	Truncate(size int64) error
-	Seek(offset int64, whence int) (int64, error)
-	Name() string
-}
+// short writes and fsync failures. It is the WAL's, so every FS is one the
+// WAL can use.
+type File = wal.File
 
 // FS is the file system storage works on.
 type FS interface {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 // FuzzDecodeWALRecord feeds arbitrary bytes to the WAL record decoder that
@@ -17,23 +18,31 @@ import (
 func FuzzDecodeWALRecord(f *testing.F) {
 	rec, ipc := storagetest.LogBatch(f, "seed", time.Unix(1700000000, 0))
 	rec.Release()
-	frame := encodeFrame(appendPayloadHeader(nil, "default", "logs", BatchID{}), ipc)
+	head := appendBatchHeader([]byte{payloadVersion, 1, 0, 0, 0}, "default", "logs", BatchID{}, len(ipc))
+	frame := wal.Frame(head, ipc)
 	f.Add(frame)
 	f.Add(frame[:len(frame)/2])
+	f.Add(wal.Frame(append([]byte{2}, head[5:len(head)-4]...), ipc)) // version 2
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, n, err := decodeRecord(b)
+		payload, n, err := wal.ReadRecord(b)
 		if err != nil {
 			return
 		}
-		if n > len(b) || n < recordHeaderSize {
+		if n > len(b) || n < wal.HeaderSize {
 			t.Fatalf("consumed %d of %d bytes", n, len(b))
 		}
-		if _, err := LookupTable(e.table); err != nil {
+		entries, err := decodePayload(payload)
+		if err != nil {
 			return
 		}
-		if r, err := arcflight.DecodeRecord(e.ipc, memory.DefaultAllocator); err == nil {
-			r.Release()
+		for _, e := range entries {
+			if _, err := LookupTable(e.table); err != nil {
+				continue
+			}
+			if r, err := arcflight.DecodeRecord(e.ipc, memory.DefaultAllocator); err == nil {
+				r.Release()
+			}
 		}
 	})
 }

@@ -336,9 +336,7 @@ func (s *Store) trimWAL(through uint64) error {
 	if err := s.saveBatchIDs(); err != nil {
 		return err
 	}
-	removed, err := s.wal.removeThrough(through)
-	s.walBytes.Add(-removed)
-	if err != nil {
+	if err := s.wal.RemoveThrough(through); err != nil {
 		return err
 	}
 	s.trimmed = through
@@ -464,8 +462,7 @@ type sinkGroup struct {
 
 // sinkSegment writes every table of one closed segment to the sink.
 func (s *Store) sinkSegment(ctx context.Context, r *sinkRunner, seq uint64) error {
-	path := filepath.Join(s.wal.dir, segmentName(seq))
-	data, err := s.fs.ReadFile(path)
+	groups, err := s.groupSegment(seq)
 	if errors.Is(err, os.ErrNotExist) {
 		// Trimmed while this sink was not configured: its rows are in
 		// Parquet, and this sink never had them.
@@ -473,11 +470,7 @@ func (s *Store) sinkSegment(ctx context.Context, r *sinkRunner, seq uint64) erro
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read wal segment: %w", err)
-	}
-	groups, err := groupSegment(data)
-	if err != nil {
-		return fmt.Errorf("wal segment %d: %w", seq, err)
+		return err
 	}
 	for _, g := range groups {
 		if err := s.sinkGroup(ctx, r, seq, g); err != nil {
@@ -490,15 +483,10 @@ func (s *Store) sinkSegment(ctx context.Context, r *sinkRunner, seq uint64) erro
 // groupSegment splits a segment's records by table and schema variant,
 // keeping WAL order within each: the same segment always gives the same
 // groups, so a rewrite after a crash carries the same tokens and rows.
-func groupSegment(data []byte) ([]*sinkGroup, error) {
+func (s *Store) groupSegment(seq uint64) ([]*sinkGroup, error) {
 	var groups []*sinkGroup
 	index := map[string]*sinkGroup{}
-	for off := 0; off < len(data); {
-		e, n, err := decodeRecord(data[off:])
-		if err != nil {
-			return nil, err
-		}
-		off += n
+	err := s.readSegment(seq, func(e walEntry) error {
 		key := e.database + "\x00" + e.table + "\x00" + string(schemaKey(e.ipc))
 		g := index[key]
 		if g == nil {
@@ -507,8 +495,9 @@ func groupSegment(data []byte) ([]*sinkGroup, error) {
 			groups = append(groups, g)
 		}
 		g.ipcs = append(g.ipcs, e.ipc)
-	}
-	return groups, nil
+		return nil
+	})
+	return groups, err
 }
 
 // schemaKey is the schema message at the head of an IPC stream: batches of

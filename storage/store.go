@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 // Options configure a Store. Zero values take the defaults below.
@@ -34,8 +36,12 @@ type Options struct {
 	MaxBufferBytes int64
 	RowGroupRows   int64
 	// DedupWindow is how long batch IDs are remembered to drop retried
-	// copies of batches already stored.
+	// copies of batches already stored, counted in the sidecar's running
+	// time (down time does not age them).
 	DedupWindow time.Duration
+	// Clock is what the dedup window counts running time on; nil is
+	// time.Now (tests move it).
+	Clock func() time.Time
 	Logger      *slog.Logger
 	FS          FS
 	Allocator   memory.Allocator
@@ -63,6 +69,10 @@ type Options struct {
 	// SinkDrainTimeout is how long Close waits for the sinks to store the
 	// last segments; what they miss stays in the WAL for the next start.
 	SinkDrainTimeout time.Duration
+	// WALRepair lets start-up truncate a WAL segment at a corrupt record
+	// (logging what it drops) instead of stopping with a
+	// *wal.CorruptionError.
+	WALRepair bool
 }
 
 // Defaults.
@@ -90,7 +100,7 @@ type Store struct {
 	dir    string
 	sysDir string
 	tmpDir string
-	wal    *wal
+	wal    *walState
 	dedup  *dedup
 
 	appends chan *appendReq
@@ -100,8 +110,10 @@ type Store struct {
 	wg      sync.WaitGroup
 
 	gen      *generation // owned by the committer goroutine
-	group    []*appendReq
+	group    []*appendReq // heads of requests
 	scratch  []byte
+	ends     []int
+	parts    [][]byte
 	buffered atomic.Int64 // bytes in every generation not yet released
 	closing  atomic.Bool
 	closeMu  sync.RWMutex // Append holds it shared so Close can wait them out
@@ -118,7 +130,6 @@ type Store struct {
 	sidecarID     string
 	parquetDone   atomic.Uint64 // last WAL segment whose rows are in Parquet
 	closedThrough atomic.Uint64 // last WAL segment that takes no more writes
-	walBytes      atomic.Int64
 	held          map[string]uint64 // cursors of consumers this start does not run
 	trimMu        sync.Mutex
 	trimmed       uint64 // segments through this one are gone; under trimMu
@@ -136,8 +147,12 @@ type appendReq struct {
 	ipc      []byte
 	rec      arrow.RecordBatch
 	done     chan error
-	more     []*appendReq // committed in the same group as this one
+	// request is, on a request's first batch, every batch of it (itself
+	// first): they go to the WAL as one record.
+	request []*appendReq
 }
+
+func (r *appendReq) batches() []*appendReq { return r.request }
 
 // Open recovers the data directory (finishing an interrupted flush and
 // replaying the WAL) and starts the store.
@@ -162,7 +177,7 @@ func Open(opts Options) (*Store, error) {
 		quit:     make(chan struct{}),
 		gen:      newGeneration(),
 		madeDirs: map[string]bool{},
-		dedup:    newDedup(opts.DedupWindow),
+		dedup:    newDedup(opts.DedupWindow, opts.Clock),
 
 		sinkDrained: make(chan struct{}),
 	}
@@ -170,7 +185,7 @@ func Open(opts Options) (*Store, error) {
 		s.sinks = append(s.sinks, &sinkRunner{sink: sk, wake: make(chan struct{}, 1)})
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
-	s.wal = &wal{fs: s.fs, dir: filepath.Join(s.sysDir, walDirName), log: s.log}
+	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName)}
 	lock, err := lockDir(s.sysDir)
 	if err != nil {
 		s.gen.release()
@@ -259,7 +274,7 @@ func (s *Store) recover() error {
 	if err := s.clearTmp(); err != nil {
 		return err
 	}
-	seqs, err := segments(s.fs, s.wal.dir)
+	seqs, err := wal.Segments(s.fs, s.wal.dir)
 	if err != nil {
 		return err
 	}
@@ -282,17 +297,25 @@ func (s *Store) recover() error {
 		s.parquetDone.Store(last)
 	}
 	replayed := 0
-	for _, seq := range seqs {
-		fn := func(e walEntry) error {
-			replayed++
-			return s.replayEntry(e)
-		}
-		if !s.opts.NoParquet && seq <= s.parquetDone.Load() {
-			fn = s.rememberID
-		}
-		if err := replaySegment(s.fs, s.wal.dir, seq, s.log, fn); err != nil {
+	err = wal.Replay(s.walOptions(), seqs, func(seq uint64, _ int64, payload []byte) error {
+		entries, err := decodePayload(payload)
+		if err != nil {
 			return err
 		}
+		for _, e := range entries {
+			if !s.opts.NoParquet && seq <= s.parquetDone.Load() {
+				s.rememberID(e)
+				continue
+			}
+			replayed++
+			if err := s.replayEntry(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if replayed > 0 {
 		s.log.Info("replayed the write-ahead log", "segments", len(seqs), "batches", replayed, "rows", s.gen.rows)
@@ -308,27 +331,28 @@ func (s *Store) recover() error {
 		return err
 	}
 	s.warnHeld()
+	w, err := wal.Open(s.walOptions(), last+1)
+	if err != nil {
+		return err
+	}
+	s.wal.WAL = w
 	s.recovering = false
 	if err := s.trimWAL(s.trimPoint()); err != nil {
 		// The segments stay, so nothing is lost; the next trim retries.
 		s.log.Error("cannot remove wal segments every consumer has", "error", err)
 	}
-	if _, size, err := s.WALStats(); err == nil {
-		s.walBytes.Store(size)
-	}
-	return s.wal.openSegment(last + 1)
-}
-
-// rememberID keeps the batch ID of a record that is not replayed.
-func (s *Store) rememberID(e walEntry) error {
-	if e.id != NoDedup {
-		s.dedup.add(e.id, time.Now().UnixNano())
-	}
 	return nil
 }
 
+// rememberID keeps the batch ID of a record that is not replayed.
+func (s *Store) rememberID(e walEntry) {
+	if e.id != NoDedup {
+		s.dedup.add(e.id)
+	}
+}
+
 func (s *Store) replayEntry(e walEntry) error {
-	_ = s.rememberID(e)
+	s.rememberID(e)
 	rec, err := arcflight.DecodeRecord(e.ipc, s.mem)
 	if err != nil {
 		return err
@@ -410,7 +434,10 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		s.requestFlush()
 		return ErrBackpressure
 	}
-	if wal := s.walBytes.Load(); wal+size > s.opts.MaxWALBytes {
+	if err := s.wal.Err(); err != nil {
+		return err
+	}
+	if wal := s.wal.Bytes(); wal+size > s.opts.MaxWALBytes {
 		return fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
 	}
 	reqs := make([]*appendReq, 0, len(batches))
@@ -424,8 +451,8 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	// The first request carries the others into the committer's group.
-	reqs[0].more = reqs[1:]
+	// The first batch carries the others into the committer's group.
+	reqs[0].request = reqs
 	select {
 	case s.appends <- reqs[0]:
 	case <-ctx.Done():
@@ -459,11 +486,11 @@ func (s *Store) commitLoop() {
 	for {
 		select {
 		case r := <-s.appends:
-			s.group = append(append(s.group[:0], r), r.more...)
+			s.group = append(s.group[:0], r)
 			for len(s.group) < maxGroup {
 				select {
 				case r := <-s.appends:
-					s.group = append(append(s.group, r), r.more...)
+					s.group = append(s.group, r)
 					continue
 				default:
 				}
@@ -478,43 +505,66 @@ func (s *Store) commitLoop() {
 	}
 }
 
+// commitGroup writes each request of the group as one WAL record (so a
+// request is stored whole or not at all) and commits them with one fsync.
 func (s *Store) commitGroup() {
-	durable := s.wal.size
 	inGroup := map[BatchID]bool{}
 	var written int
 	var bytes int64
-	for _, r := range s.group {
-		if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.has(r.id)); r.dup {
+	for _, head := range s.group {
+		// The batch headers go to scratch first and are sliced after, as
+		// appending may move it.
+		s.scratch = append(s.scratch[:0], payloadVersion, 0, 0, 0, 0)
+		var n uint32
+		ends := s.ends[:0]
+		for _, r := range head.batches() {
+			if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.has(r.id)); r.dup {
+				continue
+			}
+			if r.id != NoDedup {
+				inGroup[r.id] = true
+			}
+			s.scratch = appendBatchHeader(s.scratch, r.database, r.table.Name, r.id, len(r.ipc))
+			ends = append(ends, len(s.scratch))
+			n++
+		}
+		s.ends = ends
+		if n == 0 {
 			continue
 		}
-		if r.id != NoDedup {
-			inGroup[r.id] = true
+		binary.LittleEndian.PutUint32(s.scratch[1:], n)
+		parts := s.parts[:0]
+		start, i := 0, 0
+		for _, r := range head.batches() {
+			if r.dup {
+				continue
+			}
+			parts = append(parts, s.scratch[start:ends[i]], r.ipc)
+			start = ends[i]
+			i++
 		}
-		s.scratch = appendPayloadHeader(s.scratch[:0], r.database, r.table.Name, r.id)
-		// A failed write leaves the buffered writer in error; commit reports
-		// it and cuts the segment back.
-		_ = s.wal.write(s.scratch, r.ipc)
-		written++
-		bytes += int64(recordHeaderSize + len(s.scratch) + len(r.ipc))
+		bytes += s.wal.Write(parts...)
+		clear(parts)
+		s.parts = parts[:0]
+		written += int(n)
 	}
 	start := time.Now()
-	err := s.wal.commit(durable)
+	err := s.wal.Commit()
 	s.opts.Observer.Committed(Commit{Batches: written, Bytes: bytes, Sync: time.Since(start), Err: err})
-	now := time.Now().UnixNano()
-	for _, r := range s.group {
-		if err == nil && !r.dup {
-			if r.id != NoDedup {
-				s.dedup.add(r.id, now)
+	for _, head := range s.group {
+		for _, r := range head.batches() {
+			if err == nil && !r.dup {
+				if r.id != NoDedup {
+					s.dedup.add(r.id)
+				}
+				s.addToGen(r.database, r.table, r.rec, len(r.ipc))
 			}
-			s.addToGen(r.database, r.table, r.rec, len(r.ipc))
+			r.rec.Release()
+			r.done <- err
 		}
-		r.rec.Release()
-		r.done <- err
 	}
 	if err != nil {
-		s.log.Error("wal commit failed; batches were not acknowledged", "batches", len(s.group), "error", err)
-	} else {
-		s.walBytes.Add(bytes)
+		s.log.Error("wal commit failed; batches were not acknowledged", "requests", len(s.group), "error", err)
 	}
 	clear(s.group)
 	if s.gen.bytes >= s.opts.FlushBytes {
@@ -527,15 +577,12 @@ func (s *Store) commitGroup() {
 // every record of the old segments is in the old generation.
 func (s *Store) rotate() *generation {
 	old := s.gen
-	prev := s.wal.f
-	if err := s.wal.openSegment(s.wal.seq + 1); err != nil {
+	closed, err := s.wal.Rotate()
+	if err != nil {
 		s.log.Error("cannot start a new wal segment; flushing later", "error", err)
 		return nil
 	}
-	if err := prev.Close(); err != nil {
-		s.log.Warn("close wal segment", "error", err)
-	}
-	old.lastSeq = s.wal.seq - 1
+	old.lastSeq = closed
 	s.gen = newGeneration()
 	s.closedThrough.Store(old.lastSeq)
 	s.wakeSinks()
@@ -667,7 +714,7 @@ func (s *Store) Close() error {
 	if s.pending != nil {
 		s.pending.gen.release()
 	}
-	if cerr := s.wal.close(); err == nil {
+	if cerr := s.wal.Close(); err == nil {
 		err = cerr
 	}
 	s.unlock()
@@ -680,8 +727,13 @@ func (s *Store) Buffered() int64 { return s.buffered.Load() }
 // Ready reports whether the store accepts batches.
 func (s *Store) Ready() bool { return !s.closing.Load() }
 
-// writable checks that the data directory takes a new file.
+// Writable checks that the store takes writes: its WAL is not poisoned by
+// a failed write it could not undo, and the data directory takes a new
+// file.
 func (s *Store) Writable() error {
+	if err := s.wal.Err(); err != nil {
+		return err
+	}
 	p := filepath.Join(s.tmpDir, ".probe")
 	f, err := s.fs.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

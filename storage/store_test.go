@@ -21,6 +21,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,7 +52,7 @@ func (s *Store) crash() {
 	close(s.quit)
 	s.sinkCancel()
 	s.wg.Wait()
-	s.wal.close()
+	s.wal.Close()
 	s.gen.release()
 	if s.pending != nil {
 		s.pending.gen.release()
@@ -123,7 +124,7 @@ func TestTornWALTailIsTruncated(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
 	appendBatch(t, s, "kept", t0)
-	seg := filepath.Join(s.wal.dir, segmentName(s.wal.seq))
+	seg := filepath.Join(s.wal.dir, wal.SegmentName(s.wal.Seq()))
 	s.crash()
 	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)

@@ -1,0 +1,109 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ReadSegment calls fn with the offset and payload of each record of a
+// closed segment. Any bad record is a *CorruptionError; so is an error of
+// fn that wraps ErrCorrupt (a payload its decoder cannot read).
+func ReadSegment(fsys FS, dir string, seq uint64, fn func(off int64, payload []byte) error) error {
+	path := filepath.Join(dir, SegmentName(seq))
+	data, err := fsys.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read wal segment: %w", err)
+	}
+	_, err = readRecords(path, seq, data, fn)
+	return err
+}
+
+// readRecords returns how far it read; on a bad frame, the error is a
+// *CorruptionError whose Err is not a payload error.
+func readRecords(path string, seq uint64, data []byte, fn func(off int64, payload []byte) error) (int64, error) {
+	off := 0
+	for off < len(data) {
+		payload, n, err := ReadRecord(data[off:])
+		if err == nil {
+			err = fn(int64(off), payload)
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				return int64(off), fmt.Errorf("wal segment %s at offset %d: %w", path, off, err)
+			}
+			if err != nil {
+				err = &payloadError{err}
+			}
+		}
+		if err != nil {
+			return int64(off), &CorruptionError{Segment: path, Seq: seq, Offset: int64(off), Size: int64(len(data)), Err: err}
+		}
+		off += n
+	}
+	return int64(off), nil
+}
+
+// payloadError is a record whose frame and checksum are right but whose
+// payload its reader refuses: never a torn write.
+type payloadError struct{ err error }
+
+func (e *payloadError) Error() string { return e.err.Error() }
+func (e *payloadError) Unwrap() error { return e.err }
+
+// Replay reads the segments seqs (in order, as Segments lists them) and
+// calls fn with each record. A record cut short or failing its checksum in
+// the last segment is a write that never finished, so never acknowledged:
+// the segment is truncated there and the cut logged. Any other bad record
+// (in an older segment, or a payload fn refuses) stops replay with a
+// *CorruptionError, unless opts.Repair is set: then the segment is
+// truncated at the record and what is dropped is logged.
+func Replay(opts Options, seqs []uint64, fn func(seq uint64, off int64, payload []byte) error) error {
+	log := opts.logger()
+	for i, seq := range seqs {
+		path := filepath.Join(opts.Dir, SegmentName(seq))
+		data, err := opts.FS.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read wal segment: %w", err)
+		}
+		_, err = readRecords(path, seq, data, func(off int64, p []byte) error { return fn(seq, off, p) })
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var pe *payloadError
+		torn := i == len(seqs)-1 && !errors.As(ce.Err, &pe)
+		switch {
+		case torn:
+			log.Warn("the last wal segment ends in a record that was never committed; truncating it there",
+				"segment", path, "offset", ce.Offset, "size", ce.Size, "error", ce.Err)
+		case opts.Repair:
+			log.Error("repairing the wal: truncating a corrupt segment, the records from the offset on are dropped",
+				"segment", path, "offset", ce.Offset, "dropped_bytes", ce.Size-ce.Offset, "error", ce.Err)
+		default:
+			return ce
+		}
+		if err := truncate(opts.FS, path, ce.Offset); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func truncate(fsys FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open wal segment to truncate: %w", err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return fmt.Errorf("truncate wal segment: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync truncated wal segment: %w", err)
+	}
+	return f.Close()
+}

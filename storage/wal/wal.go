@@ -1,0 +1,347 @@
+// Package wal is the sidecar's write-ahead log: numbered segment files of
+// checksummed records, written in group commits that are acknowledged only
+// after an fsync, rotated on request, replayed on start and removed once
+// every consumer has them. It knows nothing of what a record holds; the
+// storage package encodes and versions the payloads.
+//
+// A segment is a sequence of records, each framed as
+//
+//	uint32 payload length | uint32 CRC-32C of payload | payload
+//
+// Segments are named by a sequence number that only grows, and a segment is
+// complete once the next one exists (rotation happens only between
+// commits). Only the tail of the last segment can therefore hold a record
+// that never finished: replay cuts it there. A bad record anywhere else is
+// corruption, reported as a *CorruptionError naming segment and offset.
+package wal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	// SegmentExt ends the name of every segment file.
+	SegmentExt = ".wal"
+	// HeaderSize is the size of a record's frame header.
+	HeaderSize = 8
+	// MaxRecordSize bounds what a reader allocates for one record, so a
+	// corrupted length cannot ask for gigabytes.
+	MaxRecordSize = 1 << 30
+	// DefaultBufferSize is the write buffer in front of the open segment.
+	DefaultBufferSize = 1 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt marks a record whose frame, checksum or payload is wrong.
+// Payload decoders wrap it so replay reports where the record is.
+var ErrCorrupt = errors.New("corrupt wal record")
+
+// ErrPoisoned is returned by every write after a failed commit could not be
+// undone: the open segment may end in a torn record, and a record written
+// behind it would be cut off by the next replay although acknowledged.
+// Only reopening the WAL (a restart) clears it.
+var ErrPoisoned = errors.New("the wal refuses writes until the sidecar restarts: a failed write could not be undone")
+
+// CorruptionError reports a record that cannot be read anywhere but the
+// tail of the last segment.
+type CorruptionError struct {
+	Segment string // path of the segment file
+	Seq     uint64
+	Offset  int64 // of the record's frame header
+	Size    int64 // of the segment file
+	Err     error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("wal segment %s is corrupt at offset %d of %d: %v", e.Segment, e.Offset, e.Size, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// File is the part of *os.File the WAL uses. Tests wrap it to inject
+// short writes and fsync failures.
+type File interface {
+	io.Writer
+	io.Reader
+	Sync() error
+	Close() error
+	Truncate(size int64) error
+	Seek(offset int64, whence int) (int64, error)
+	Name() string
+}
+
+// FS is the part of the file system the WAL uses.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	Remove(name string) error
+	ReadDir(name string) ([]os.DirEntry, error)
+	ReadFile(name string) ([]byte, error)
+	// SyncDir makes the directory's entries durable.
+	SyncDir(name string) error
+}
+
+// Options configure a WAL.
+type Options struct {
+	FS     FS
+	Dir    string
+	Logger *slog.Logger
+	// BufferSize is the write buffer; 0 is DefaultBufferSize.
+	BufferSize int
+	// Repair truncates a corrupt segment at the bad record instead of
+	// stopping replay, logging what is dropped.
+	Repair bool
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}
+
+// SegmentName is the file name of segment seq.
+func SegmentName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, SegmentExt) }
+
+// SegmentSeq parses a segment file name.
+func SegmentSeq(name string) (uint64, bool) {
+	base, ok := strings.CutSuffix(name, SegmentExt)
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(base, 10, 64)
+	return seq, err == nil
+}
+
+// Segments lists the sequence numbers of the segments in dir, in order.
+func Segments(fsys FS, dir string) ([]uint64, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list wal: %w", err)
+	}
+	var seqs []uint64
+	for _, e := range entries {
+		if seq, ok := SegmentSeq(e.Name()); ok {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// WAL appends records to the open segment. Write, Commit and Rotate must
+// come from one goroutine; Bytes and RemoveThrough may be called from any.
+type WAL struct {
+	opts    Options
+	seq     uint64 // the open segment
+	f       File
+	w       *bufio.Writer
+	size    int64 // of the open segment, buffered records included
+	durable int64 // of the open segment, as of the last commit
+	header  [HeaderSize]byte
+	err     error // set once the WAL is poisoned
+
+	bytes    atomic.Int64 // committed bytes of every segment on disk
+	poisoned atomic.Bool
+	removeMu sync.Mutex
+}
+
+// Open starts segment seq, which must not exist yet, behind the segments
+// already in the directory (replay them first).
+func Open(opts Options, seq uint64) (*WAL, error) {
+	if opts.BufferSize <= 0 {
+		opts.BufferSize = DefaultBufferSize
+	}
+	w := &WAL{opts: opts}
+	entries, err := opts.FS.ReadDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list wal: %w", err)
+	}
+	for _, e := range entries {
+		if _, ok := SegmentSeq(e.Name()); !ok {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			w.bytes.Add(info.Size())
+		}
+	}
+	if err := w.openSegment(seq); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Dir is the directory of the segments.
+func (w *WAL) Dir() string { return w.opts.Dir }
+
+// Seq is the sequence number of the open segment.
+func (w *WAL) Seq() uint64 { return w.seq }
+
+// Bytes is the size of every segment on disk, as of the last commit or
+// removal. A removal subtracts a segment before its file goes, so the
+// count never lags behind what a listing of the directory would show.
+func (w *WAL) Bytes() int64 { return w.bytes.Load() }
+
+// Err returns the error that poisoned the WAL, or nil.
+func (w *WAL) Err() error {
+	if !w.poisoned.Load() {
+		return nil
+	}
+	return ErrPoisoned
+}
+
+func (w *WAL) openSegment(seq uint64) error {
+	path := filepath.Join(w.opts.Dir, SegmentName(seq))
+	f, err := w.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create wal segment: %w", err)
+	}
+	if err := w.opts.FS.SyncDir(w.opts.Dir); err != nil {
+		// Left behind, the file would block every later attempt at this
+		// sequence number (O_EXCL).
+		f.Close()
+		_ = w.opts.FS.Remove(path)
+		return fmt.Errorf("sync wal dir: %w", err)
+	}
+	w.seq, w.f, w.size, w.durable = seq, f, 0, 0
+	if w.w == nil {
+		w.w = bufio.NewWriterSize(f, w.opts.BufferSize)
+	} else {
+		w.w.Reset(f)
+	}
+	return nil
+}
+
+// Write buffers one record whose payload is parts, in order, and returns
+// its size on disk. It becomes durable with the next Commit; a record is
+// replayed whole or not at all, however many write calls it takes.
+func (w *WAL) Write(parts ...[]byte) int64 {
+	n := 0
+	crc := uint32(0)
+	for _, p := range parts {
+		n += len(p)
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	binary.LittleEndian.PutUint32(w.header[0:4], uint32(n))
+	binary.LittleEndian.PutUint32(w.header[4:8], crc)
+	// A failed write leaves the buffered writer in error; Commit reports
+	// it and cuts the segment back.
+	w.w.Write(w.header[:])
+	for _, p := range parts {
+		w.w.Write(p)
+	}
+	w.size += int64(HeaderSize + n)
+	return int64(HeaderSize + n)
+}
+
+// Commit makes every record written since the last commit durable. On
+// failure the segment is cut back to its last durable size, so that a later
+// commit never makes a torn record or an unacknowledged one part of the
+// log; if that fails too, the WAL is poisoned.
+func (w *WAL) Commit() error {
+	if w.err != nil {
+		return w.err
+	}
+	err := w.w.Flush()
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if err == nil {
+		w.bytes.Add(w.size - w.durable)
+		w.durable = w.size
+		return nil
+	}
+	w.w.Reset(w.f)
+	if terr := w.f.Truncate(w.durable); terr != nil {
+		return w.poison(fmt.Errorf("wal commit: %w; cut back after failure: %w", err, terr))
+	}
+	if _, serr := w.f.Seek(w.durable, io.SeekStart); serr != nil {
+		return w.poison(fmt.Errorf("wal commit: %w; seek after failure: %w", err, serr))
+	}
+	w.size = w.durable
+	return fmt.Errorf("wal commit: %w", err)
+}
+
+func (w *WAL) poison(cause error) error {
+	w.err = fmt.Errorf("%w (%w)", ErrPoisoned, cause)
+	w.poisoned.Store(true)
+	w.opts.logger().Error("the wal refuses every write until the sidecar is restarted: a failed write could not be cut back", "segment", w.f.Name(), "error", cause)
+	return w.err
+}
+
+// Rotate starts the next segment and returns the sequence number of the
+// one it closed. A poisoned WAL does not rotate: the segment that may end
+// in a torn record must stay the last one, the only place replay cuts.
+func (w *WAL) Rotate() (uint64, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	prev, closed := w.f, w.seq
+	if err := w.openSegment(w.seq + 1); err != nil {
+		return 0, err
+	}
+	if err := prev.Close(); err != nil {
+		w.opts.logger().Warn("close wal segment", "error", err)
+	}
+	return closed, nil
+}
+
+// Close closes the open segment.
+func (w *WAL) Close() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+// RemoveThrough deletes the closed segments up to and including seq. The
+// open segment is never among them.
+func (w *WAL) RemoveThrough(seq uint64) error {
+	w.removeMu.Lock()
+	defer w.removeMu.Unlock()
+	entries, err := w.opts.FS.ReadDir(w.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("list wal: %w", err)
+	}
+	removed := false
+	for _, e := range entries {
+		s, ok := SegmentSeq(e.Name())
+		if !ok || s > seq || s >= w.seq {
+			continue
+		}
+		var size int64
+		if info, err := e.Info(); err == nil {
+			size = info.Size()
+		}
+		// Counted out first: whoever sees the file gone must see the
+		// room it leaves (a write refused after the WAL emptied is a bug).
+		w.bytes.Add(-size)
+		if err := w.opts.FS.Remove(filepath.Join(w.opts.Dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			w.bytes.Add(size)
+			return fmt.Errorf("remove wal segment: %w", err)
+		}
+		removed = true
+	}
+	if !removed {
+		return nil
+	}
+	if err := w.opts.FS.SyncDir(w.opts.Dir); err != nil {
+		return fmt.Errorf("sync wal dir: %w", err)
+	}
+	return nil
+}
