@@ -61,16 +61,16 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 			return err
 		}
 		arrived := time.Now()
-		rows, err := s.put(ctx, database, t, schemaFrame, fd, seq)
+		rows, dup, err := s.put(ctx, database, t, schemaFrame, fd, seq)
 		if err != nil {
-			s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, err)
+			s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, false, err)
 			s.Log.Warn("batch rejected", "database", database, "table", table, "batch", seq, "error", err)
 			return err
 		}
 		err = stream.Send(&flight.PutResult{AppMetadata: arcflight.AckMetadata(seq)})
 		// Stored is stored: a lost ack leaves the batch durable, and the
 		// client's retry is recognised by its batch ID.
-		s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, nil)
+		s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, dup, nil)
 		if err != nil {
 			return err
 		}
@@ -78,28 +78,36 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 }
 
 // put stores one batch and returns its row count (0 when it could not be
-// decoded).
-func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) (int, error) {
+// decoded) and whether the store dropped it as a copy of a stored batch.
+func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) (rows int, dup bool, err error) {
 	if err := arcflight.CheckMessage(fd.DataHeader, fd.DataBody); err != nil {
-		return 0, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)
 	payload = append(payload, schemaFrame...)
 	payload = arcflight.AppendEOS(arcflight.AppendFrame(payload, fd.DataHeader, fd.DataBody))
 	rec, err := arcflight.DecodeRecord(payload, s.Mem)
 	if err != nil {
-		return 0, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	defer rec.Release()
-	rows := int(rec.NumRows())
+	rows = int(rec.NumRows())
 	if err := t.Check(rec); err != nil {
-		return rows, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
+		return rows, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
 	id := storage.NewBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
-	if err := s.Store.Append(ctx, id, database, t, payload, rec); err != nil {
-		return rows, s.appendStatus(err, seq)
+	batch := []storage.Batch{{ID: id, Database: database, Table: t, IPC: payload, Rec: rec}}
+	if err := s.Store.CheckFits(batch); err != nil {
+		// Permanent: the exporter must not retry it for ever (it drops it
+		// and says why; a smaller batch_size fits).
+		return rows, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
-	return rows, nil
+	wasDup := s.Metrics.track(rec)
+	err = s.Store.AppendAll(ctx, batch)
+	if dup = wasDup(); err != nil {
+		return rows, false, s.appendStatus(err, seq)
+	}
+	return rows, dup, nil
 }
 
 func (s *FlightServer) appendStatus(err error, seq uint64) error {

@@ -3,8 +3,11 @@ package receiver
 import (
 	"errors"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,6 +37,49 @@ type Metrics struct {
 	retentionDeleted                                    prometheus.Counter
 	sinkRows, sinkWrites                                *prometheus.CounterVec
 	sinkDuration                                        *prometheus.HistogramVec
+	rowsDeduplicated, batchesDeduplicated               *prometheus.CounterVec
+
+	// inflight holds a flag per Flight batch being appended, which
+	// Deduplicated sets when the store drops that batch as a copy.
+	inflight sync.Map // arrow.RecordBatch -> *atomic.Bool
+	series   seriesCap
+}
+
+// maxTableSeries bounds the database/table label pairs of the per-table
+// metrics: measurement names come from clients, and every new pair is a new
+// series in every per-table metric. Past the cap, new pairs are counted
+// under database="_other", table="_other"; OTLP tables always keep theirs.
+const maxTableSeries = 1000
+
+// otherLabel is the label value of pairs past maxTableSeries.
+const otherLabel = "_other"
+
+// seriesCap remembers the first maxTableSeries database/table pairs.
+type seriesCap struct {
+	mu    sync.Mutex
+	known map[[2]string]bool
+	max   int
+}
+
+// labels returns the pair to label a metric with.
+func (c *seriesCap) labels(database, table string) (string, string) {
+	if storage.IsOTLPTable(table) {
+		return database, table
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := [2]string{database, table}
+	if c.known[k] {
+		return database, table
+	}
+	if len(c.known) >= c.max {
+		return otherLabel, otherLabel
+	}
+	if c.known == nil {
+		c.known = map[[2]string]bool{}
+	}
+	c.known[k] = true
+	return database, table
 }
 
 // NewMetrics registers the metrics, plus Go runtime and process ones.
@@ -53,6 +99,7 @@ func NewMetrics() *Metrics {
 	}
 	m := &Metrics{
 		reg:           reg,
+		series:        seriesCap{max: maxTableSeries},
 		rowsReceived:  counter("arcstore_rows_received_total", "Rows in batches that reached the sidecar, valid or not.", table...),
 		rowsStored:    counter("arcstore_rows_stored_total", "Rows durably stored (in the fsynced WAL) and acknowledged.", table...),
 		rowsRejected:  counter("arcstore_rows_rejected_total", "Rows of batches refused: invalid, or not stored (backpressure, disk); the client was told.", table...),
@@ -93,7 +140,35 @@ func NewMetrics() *Metrics {
 	m.sinkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "arcstore_sink_write_duration_seconds",
 		Help: "One sink write: a table's rows of one WAL segment.", Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, []string{"sink"})
 	reg.MustRegister(m.sinkDuration)
+	m.rowsDeduplicated = counter("arcstore_rows_deduplicated_total",
+		"Rows acknowledged without a second copy: their batch was byte-identical to one stored within the dedup window (a retry). Not in arcstore_rows_stored_total.", table...)
+	m.batchesDeduplicated = counter("arcstore_batches_deduplicated_total", "Batches acknowledged without a second copy (see arcstore_rows_deduplicated_total).", table...)
 	return m
+}
+
+// Deduplicated implements storage.Observer.
+func (m *Metrics) Deduplicated(d storage.Duplicate) {
+	if f, ok := m.inflight.Load(d.Rec); ok {
+		f.(*atomic.Bool).Store(true)
+	}
+	db, tbl := m.series.labels(d.Database, d.Table)
+	m.rowsDeduplicated.WithLabelValues(db, tbl).Add(float64(d.Rows))
+	m.batchesDeduplicated.WithLabelValues(db, tbl).Inc()
+}
+
+// track watches rec while it is appended; the function it returns, called
+// once the append returned, reports whether the store dropped rec as a
+// duplicate.
+func (m *Metrics) track(rec arrow.RecordBatch) (wasDup func() bool) {
+	if m == nil {
+		return func() bool { return false }
+	}
+	f := new(atomic.Bool)
+	m.inflight.Store(rec, f)
+	return func() bool {
+		m.inflight.Delete(rec)
+		return f.Load()
+	}
 }
 
 // SinkWrote implements storage.Observer.
@@ -107,7 +182,8 @@ func (m *Metrics) SinkWrote(w storage.SinkWritten) {
 		return
 	}
 	m.sinkWrites.WithLabelValues(w.Sink, result).Inc()
-	m.sinkRows.WithLabelValues(w.Sink, w.Database, w.Table, result).Add(float64(w.Rows))
+	db, tbl := m.series.labels(w.Database, w.Table)
+	m.sinkRows.WithLabelValues(w.Sink, db, tbl, result).Add(float64(w.Rows))
 	m.sinkDuration.WithLabelValues(w.Sink).Observe(w.Duration.Seconds())
 }
 
@@ -171,17 +247,21 @@ func (m *Metrics) Flushed(f storage.Flush) {
 	m.flushes.WithLabelValues("ok").Inc()
 	m.flushDuration.Observe(f.Duration.Seconds())
 	for _, file := range f.Files {
-		m.filesWritten.WithLabelValues(file.Database, file.Table).Inc()
-		m.fileBytes.WithLabelValues(file.Database, file.Table).Add(float64(file.Bytes))
+		db, tbl := m.series.labels(file.Database, file.Table)
+		m.filesWritten.WithLabelValues(db, tbl).Inc()
+		m.fileBytes.WithLabelValues(db, tbl).Add(float64(file.Bytes))
 	}
 }
 
-// batchOutcome records one batch from arrival to answer. A nil Metrics
-// records nothing, so tests and tools can leave it out.
-func (m *Metrics) batchOutcome(database, table string, rows, bytes int, arrived time.Time, err error) {
+// batchOutcome records one batch from arrival to answer; dup says the
+// store acknowledged it without a second copy (counted by Deduplicated,
+// not as stored). A nil Metrics records nothing, so tests and tools can
+// leave it out.
+func (m *Metrics) batchOutcome(database, table string, rows, bytes int, arrived time.Time, dup bool, err error) {
 	if m == nil {
 		return
 	}
+	database, table = m.series.labels(database, table)
 	m.rowsReceived.WithLabelValues(database, table).Add(float64(rows))
 	m.bytesReceived.WithLabelValues(database, table).Add(float64(bytes))
 	// Visible at 0, so dashboards and alerts see the series before the
@@ -189,14 +269,19 @@ func (m *Metrics) batchOutcome(database, table string, rows, bytes int, arrived 
 	m.rowsDropped.WithLabelValues(database, table)
 	m.rowsRejected.WithLabelValues(database, table)
 	m.bytesRejected.WithLabelValues(database, table)
+	m.rowsDeduplicated.WithLabelValues(database, table)
+	m.batchesDeduplicated.WithLabelValues(database, table)
 	if err != nil {
 		m.rowsRejected.WithLabelValues(database, table).Add(float64(rows))
 		m.bytesRejected.WithLabelValues(database, table).Add(float64(bytes))
 		return
 	}
+	m.ackDuration.WithLabelValues(database, table).Observe(time.Since(arrived).Seconds())
+	if dup {
+		return
+	}
 	m.rowsStored.WithLabelValues(database, table).Add(float64(rows))
 	m.bytesStored.WithLabelValues(database, table).Add(float64(bytes))
-	m.ackDuration.WithLabelValues(database, table).Observe(time.Since(arrived).Seconds())
 }
 
 func (m *Metrics) backpressured() {

@@ -106,14 +106,16 @@ func TestMetricsCountWhatWasStoredAndRefused(t *testing.T) {
 // server and reads them back from /metrics, per database and table.
 func TestMetricsPerDatabaseAndTable(t *testing.T) {
 	// stream is one DoPut: the rows of each batch; bad is the index of a
-	// batch that fails validation (-1: none), which ends the stream.
+	// batch that fails validation (-1: none), which ends the stream; code
+	// is how the stream ends (OK, or the refusal).
 	type stream struct {
 		database string
 		rows     []int
 		bad      int
+		code     codes.Code
 	}
 	// tally is what /metrics should say about one database's logs table.
-	type tally struct{ received, stored, rejected, acks float64 }
+	type tally struct{ received, stored, rejected, acks, deduplicated float64 }
 	for _, tt := range []struct {
 		name         string
 		maxBuffer    int64
@@ -123,20 +125,33 @@ func TestMetricsPerDatabaseAndTable(t *testing.T) {
 	}{
 		{
 			name:    "every batch stored",
-			streams: []stream{{"default", []int{3, 2}, -1}, {"prod", []int{1}, -1}, {"default", []int{4}, -1}},
-			want:    map[string]tally{"default": {9, 9, 0, 3}, "prod": {1, 1, 0, 1}},
+			streams: []stream{{"default", []int{3, 2}, -1, codes.OK}, {"prod", []int{1}, -1, codes.OK}, {"default", []int{4}, -1, codes.OK}},
+			want:    map[string]tally{"default": {9, 9, 0, 3, 0}, "prod": {1, 1, 0, 1, 0}},
 		},
 		{
 			name:    "an invalid batch is rejected, the one before it stored",
-			streams: []stream{{"default", []int{2}, -1}, {"prod", []int{1, 3}, 1}},
-			want:    map[string]tally{"default": {2, 2, 0, 1}, "prod": {4, 1, 3, 1}},
+			streams: []stream{{"default", []int{2}, -1, codes.OK}, {"prod", []int{1, 3}, 1, codes.InvalidArgument}},
+			want:    map[string]tally{"default": {2, 2, 0, 1, 0}, "prod": {4, 1, 3, 1, 0}},
 		},
 		{
 			name:         "backpressure",
-			maxBuffer:    1, // below any batch: every write is refused
-			streams:      []stream{{"default", []int{2}, -1}},
-			want:         map[string]tally{"default": {2, 0, 2, 0}},
+			maxBuffer:    10000, // one 2-row batch (6.5 KB) fits, a second waits for a flush
+			streams:      []stream{{"default", []int{2}, -1, codes.OK}, {"prod", []int{2}, -1, codes.ResourceExhausted}},
+			want:         map[string]tally{"default": {2, 2, 0, 1, 0}, "prod": {2, 0, 2, 0, 0}},
 			backpressure: 1,
+		},
+		{
+			name:      "larger than the buffer: refused for good, not backpressure",
+			maxBuffer: 1,
+			streams:   []stream{{"default", []int{2}, -1, codes.InvalidArgument}},
+			want:      map[string]tally{"default": {2, 0, 2, 0, 0}},
+		},
+		{
+			// The same stream twice: the second is a retry of stored
+			// batches, acknowledged and counted apart.
+			name:    "duplicates are acknowledged, not counted as stored",
+			streams: []stream{{"default", []int{3, 2}, -1, codes.OK}, {"default", []int{3, 2}, -1, codes.OK}},
+			want:    map[string]tally{"default": {10, 5, 0, 4, 5}},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,18 +167,14 @@ func TestMetricsPerDatabaseAndTable(t *testing.T) {
 					for k := range times {
 						times[k] = ts
 					}
-					rec, _ := storagetest.LogBatch(t, fmt.Sprintf("%d-%d", i, j), times...)
+					rec, _ := storagetest.LogBatch(t, fmt.Sprintf("%s-%d", st.database, j), times...)
 					defer rec.Release()
 					recs = append(recs, rec)
 				}
 				acks, err := f.put(t, arcflight.Descriptor(st.database, "logs"), recs...)
-				if st.bad < 0 && tt.backpressure == 0 {
-					require.NoError(t, err)
+				assert.Equal(t, st.code, status.Code(err), "stream %d: %v", i, err)
+				if st.code == codes.OK {
 					assert.Len(t, acks, len(recs))
-				} else if tt.backpressure > 0 {
-					assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
-				} else {
-					assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 				}
 			}
 
@@ -176,11 +187,15 @@ func TestMetricsPerDatabaseAndTable(t *testing.T) {
 					stored:   value(fams, "arcstore_rows_stored_total", labels),
 					rejected: value(fams, "arcstore_rows_rejected_total", labels),
 					acks:     value(fams, "arcstore_ack_duration_seconds", labels),
+
+					deduplicated: value(fams, "arcstore_rows_deduplicated_total", labels),
 				}
 				assert.Equal(t, want, got, db)
-				assert.Equal(t, got.received, got.stored+got.rejected, "%s: every row received is stored or rejected", db)
-				assert.Equal(t, value(fams, "arcstore_bytes_received_total", labels),
-					value(fams, "arcstore_bytes_stored_total", labels)+value(fams, "arcstore_bytes_rejected_total", labels), db)
+				assert.Equal(t, got.received, got.stored+got.rejected+got.deduplicated, "%s: every row received is stored, rejected or deduplicated", db)
+				if got.deduplicated == 0 {
+					assert.Equal(t, value(fams, "arcstore_bytes_received_total", labels),
+						value(fams, "arcstore_bytes_stored_total", labels)+value(fams, "arcstore_bytes_rejected_total", labels), db)
+				}
 				assert.Positive(t, value(fams, "arcstore_bytes_received_total", labels), db)
 				stored += got.stored
 			}

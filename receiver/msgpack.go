@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,10 @@ type MsgpackHandler struct {
 	// thousandfold); past either the answer is 413.
 	MaxBodyBytes    int64
 	MaxDecodedBytes int64
-	Metrics         *Metrics // nil records nothing
+	// Limits bound columns, string values and partitions per request
+	// (zero fields take storage's defaults).
+	Limits  storage.Limits
+	Metrics *Metrics // nil records nothing
 }
 
 // httpError is an answer other than 204.
@@ -97,6 +101,16 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err != nil {
 		return fail(http.StatusBadRequest, "%v", err)
 	}
+	return h.StoreMeasurements(r.Context(), database, ms, arrived)
+}
+
+// StoreMeasurements is the one way decoded Arc-protocol measurements
+// (MessagePack, line protocol) reach the store: every measurement is
+// checked (name rules, -max-columns, -max-string-bytes, then
+// -max-partitions-per-request over the whole request) before any is
+// stored, then all are stored in one WAL commit. The error is an
+// *httpError with the status to answer.
+func (h *MsgpackHandler) StoreMeasurements(ctx context.Context, database string, ms []arcmsgpack.Measurement, arrived time.Time) error {
 	batches := make([]storage.Batch, 0, len(ms))
 	defer func() {
 		for _, b := range batches {
@@ -112,9 +126,15 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 		}
 		batches = append(batches, b)
 	}
-	err = h.Store.AppendAll(r.Context(), batches)
+	if err := h.Limits.CheckRequest(batches); err != nil {
+		return checkError(err)
+	}
+	if err := h.Store.CheckFits(batches); err != nil {
+		return checkError(err)
+	}
+	err := h.Store.AppendAll(ctx, batches)
 	for _, b := range batches {
-		h.Metrics.batchOutcome(database, b.Table.Name, int(b.Rec.NumRows()), len(b.IPC), arrived, err)
+		h.Metrics.batchOutcome(database, b.Table.Name, int(b.Rec.NumRows()), len(b.IPC), arrived, false, err)
 	}
 	if err != nil {
 		if errors.Is(err, storage.ErrBackpressure) {
@@ -126,17 +146,15 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 }
 
 func (h *MsgpackHandler) batch(database string, m *arcmsgpack.Measurement) (storage.Batch, error) {
-	rec := m.Record(h.Mem)
-	t, err := storage.MeasurementTable(m.Name, rec.Schema())
-	if err == nil {
-		err = t.Check(rec)
+	// Counted before the record is built: an oversized one never is.
+	if err := h.Limits.CheckColumns(m.Name, len(m.Columns)+1); err != nil {
+		return storage.Batch{}, checkError(err)
 	}
+	rec := m.Record(h.Mem)
+	t, err := h.Limits.CheckMeasurement(m.Name, rec)
 	if err != nil {
 		rec.Release()
-		if errors.Is(err, storage.ErrBadName) {
-			return storage.Batch{}, fail(http.StatusBadRequest, "%v", err) // it names the measurement
-		}
-		return storage.Batch{}, fail(http.StatusBadRequest, "measurement %q: %v", m.Name, err)
+		return storage.Batch{}, checkError(err)
 	}
 	payload, err := ipcStream(rec)
 	if err != nil {
@@ -145,6 +163,16 @@ func (h *MsgpackHandler) batch(database string, m *arcmsgpack.Measurement) (stor
 	}
 	// Arc writes have no retry identity: equal payloads are new rows.
 	return storage.Batch{ID: storage.NoDedup, Database: database, Table: t, IPC: payload, Rec: rec}, nil
+}
+
+// checkError maps a refusal of the checks before storing to its status:
+// 413 for what is too large, 400 for the rest. The message names the
+// measurement, column or limit.
+func checkError(err error) error {
+	if errors.Is(err, storage.ErrOverLimit) || errors.Is(err, storage.ErrTooLarge) {
+		return fail(http.StatusRequestEntityTooLarge, "%v", err)
+	}
+	return fail(http.StatusBadRequest, "%v", err)
 }
 
 func ipcStream(rec arrow.RecordBatch) ([]byte, error) {

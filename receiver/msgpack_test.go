@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,12 +29,15 @@ type msgpackFixture struct {
 	srv   *httptest.Server
 }
 
-func newMsgpackFixture(t *testing.T, tokens *Tokens, maxBody, maxDecoded int64) *msgpackFixture {
+func newMsgpackFixture(t *testing.T, tokens *Tokens, maxBody, maxDecoded int64, opts ...func(*MsgpackHandler)) *msgpackFixture {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
 	require.NoError(t, err)
 	h := &MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator, MaxBodyBytes: maxBody, MaxDecodedBytes: maxDecoded}
+	for _, o := range opts {
+		o(h)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+PathWriteMsgpack, tokens.RequireHTTP(h))
 	srv := httptest.NewServer(mux)
@@ -184,14 +188,115 @@ func TestMsgpackWriteNeedsToken(t *testing.T) {
 
 func TestMsgpackBackpressureIsRetryable(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 1})
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 8 << 10})
 	require.NoError(t, err)
 	defer store.Close()
 	srv := httptest.NewServer(&MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
 	defer srv.Close()
-	resp, err := http.Post(srv.URL, "application/msgpack", bytes.NewReader(payload(t, cpu(10))))
+	// Each request fits the buffer alone; they fill it together (no flush
+	// runs within the hour), so one of the first fifty is refused for now.
+	for range 50 {
+		resp, err := http.Post(srv.URL, "application/msgpack", bytes.NewReader(payload(t, cpu(10))))
+		require.NoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNoContent {
+			continue
+		}
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+		return
+	}
+	t.Fatal("fifty requests never filled an 8 KiB buffer")
+}
+
+// TestMsgpackLargerThanTheBufferIsRefusedForGood: a request that can never
+// fit the buffer is 413, not 429 on every retry for ever.
+func TestMsgpackLargerThanTheBufferIsRefusedForGood(t *testing.T) {
+	dir := t.TempDir()
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 1 << 10})
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	defer store.Close()
+	srv := httptest.NewServer(&MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
+	defer srv.Close()
+	for range 2 { // the same answer on a retry
+		resp, err := http.Post(srv.URL, "application/msgpack", bytes.NewReader(payload(t, cpu(1000))))
+		require.NoError(t, err)
+		var msg struct{ Error string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&msg))
+		resp.Body.Close()
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+		assert.Empty(t, resp.Header.Get("Retry-After"))
+		assert.Contains(t, msg.Error, "-max-buffer-bytes")
+	}
+}
+
+// TestMsgpackLimits: requests that could be acknowledged but never flushed
+// within the memory bound (16 000 columns in a small body, a row per hour
+// for 1 000 hours, a huge string) are refused whole, naming the limit, and
+// names with control characters are refused naming the column.
+func TestMsgpackLimits(t *testing.T) {
+	now := time.Now().UnixMilli()
+	wide := map[string]any{"time": []int64{now}}
+	for i := range 16000 {
+		wide[fmt.Sprintf("c%d", i)] = []int64{1}
+	}
+	hours := make([]int64, 1000)
+	for i := range hours {
+		hours[i] = now - int64(i)*time.Hour.Milliseconds()
+	}
+	collision := "a\x00utf8\x00true\x00b" // hashed as columns a and b once
+	for _, tt := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		msg    string
+	}{
+		{"16 000 columns", map[string]any{"m": "wide", "columns": wide}, http.StatusRequestEntityTooLarge, "16001 columns, the limit is 1024 (-max-columns)"},
+		{"1 000 hours", map[string]any{"m": "backfill", "columns": map[string]any{"time": hours, "v": make([]int64, len(hours))}},
+			http.StatusRequestEntityTooLarge, "more than 256 partitions"},
+		{"a 2 MiB string", map[string]any{"m": "logs_m", "columns": map[string]any{"time": []int64{now}, "msg": []string{strings.Repeat("x", 2<<20)}}},
+			http.StatusRequestEntityTooLarge, `column "msg" row 0: a string of 2097152 bytes, the limit is 1048576 (-max-string-bytes)`},
+		{"NUL in a column name", map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{now}, "us\x00er": []int64{1}}},
+			http.StatusBadRequest, `bad column name "us\x00er": control character U+0000`},
+		{"newline in a column name", map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{now}, "a\nb": []int64{1}}},
+			http.StatusBadRequest, `bad column name "a\nb"`},
+		{"a crafted fingerprint collision", map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{now}, collision: []string{"x"}}},
+			http.StatusBadRequest, "control character"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newMsgpackFixture(t, nil, 0, 0)
+			raw := payload(t, tt.body)
+			status, msg := f.post(t, raw, nil)
+			assert.Equal(t, tt.status, status, msg)
+			assert.Contains(t, msg, tt.msg)
+			// A normal request to the same measurement is not disturbed.
+			code, msg := f.post(t, payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{now}, "a": []string{"x"}, "b": []string{"y"}}}), nil)
+			assert.Equal(t, http.StatusNoContent, code, msg)
+			assert.Equal(t, map[string]int64{"default/cpu": 1}, f.rows(t), "nothing of the refused request is stored")
+		})
+	}
+}
+
+// TestMsgpackLimitsAreConfigurable: the handler's Limits replace the
+// defaults, and a request at a limit is accepted.
+func TestMsgpackLimitsAreConfigurable(t *testing.T) {
+	f := newMsgpackFixture(t, nil, 0, 0, func(h *MsgpackHandler) {
+		h.Limits = storage.Limits{MaxColumns: 3, MaxStringBytes: 4, MaxPartitionsPerRequest: 2}
+	})
+	now := time.Now().Truncate(time.Hour)
+	at := func(h int) int64 { return now.Add(-time.Duration(h) * time.Hour).UnixMilli() }
+	for _, tt := range []struct {
+		name   string
+		cols   map[string]any
+		status int
+	}{
+		{"at every limit", map[string]any{"time": []int64{at(0), at(1)}, "a": []string{"abcd", ""}, "b": []int64{1, 2}}, http.StatusNoContent},
+		{"a column too many", map[string]any{"time": []int64{at(0)}, "a": []int64{1}, "b": []int64{1}, "c": []int64{1}}, http.StatusRequestEntityTooLarge},
+		{"a byte too long", map[string]any{"time": []int64{at(0)}, "a": []string{"abcde"}}, http.StatusRequestEntityTooLarge},
+		{"an hour too many", map[string]any{"time": []int64{at(0), at(1), at(2)}}, http.StatusRequestEntityTooLarge},
+	} {
+		status, msg := f.post(t, payload(t, map[string]any{"m": "cpu", "columns": tt.cols}), nil)
+		assert.Equal(t, tt.status, status, "%s: %s", tt.name, msg)
+	}
+	assert.Equal(t, map[string]int64{"default/cpu": 2}, f.rows(t))
 }

@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
@@ -26,10 +26,26 @@ const (
 	traceIDColumn      = "trace_id"
 )
 
-var measurements = struct {
-	sync.Mutex
-	m map[string]*Table // by name and schema fingerprint
-}{m: map[string]*Table{}}
+// maxCachedSchemas bounds the measurement tables kept in memory: schemas
+// come from clients, and each distinct one would otherwise stay for the
+// life of the process. An evicted table is rebuilt on its next write, with
+// the same variant (it derives from the schema), so nothing changes on
+// disk.
+const maxCachedSchemas = 4096
+
+// measurementKey names a measurement table: its name and schema fingerprint.
+type measurementKey struct {
+	name string
+	fp   [sha256.Size]byte
+}
+
+var measurements = func() *lru.Cache[measurementKey, *Table] {
+	c, err := lru.New[measurementKey, *Table](maxCachedSchemas)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return c
+}()
 
 // IsOTLPTable reports whether name is one of the OTLP tables, which
 // measurements may not take.
@@ -49,10 +65,8 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 		return nil, err
 	}
 	fp := fingerprint(s)
-	key := name + "\x00" + string(fp[:])
-	measurements.Lock()
-	defer measurements.Unlock()
-	if t, ok := measurements.m[key]; ok {
+	key := measurementKey{name: name, fp: fp}
+	if t, ok := measurements.Get(key); ok {
 		return t, nil
 	}
 	ps, err := parquetSchema(name, s)
@@ -71,7 +85,8 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 	if _, ok := ps.Lookup(traceIDColumn); ok {
 		t.BloomColumns = []string{traceIDColumn}
 	}
-	measurements.m[key] = t
+	// Two writers may build the same table at once; either copy serves.
+	measurements.Add(key, t)
 	return t, nil
 }
 
@@ -84,11 +99,28 @@ func tableFor(name string, s *arrow.Schema) (*Table, error) {
 	return MeasurementTable(name, s)
 }
 
+// fingerprint identifies a schema by its fields' names, types and
+// nullability. Every string is length-prefixed, so no choice of names (a
+// name may hold any byte the name rules let through, and older WAL records
+// may hold more) makes two schemas hash the same input.
 func fingerprint(s *arrow.Schema) [sha256.Size]byte {
 	h := sha256.New()
-	for _, f := range s.Fields() {
-		fmt.Fprintf(h, "%s\x00%s\x00%t\x00", f.Name, f.Type, f.Nullable)
+	var buf []byte
+	str := func(v string) {
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		buf = append(buf, v...)
 	}
+	buf = binary.AppendUvarint(buf, uint64(s.NumFields()))
+	for _, f := range s.Fields() {
+		str(f.Name)
+		str(f.Type.String())
+		if f.Nullable {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+	}
+	h.Write(buf)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out

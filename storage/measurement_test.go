@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +160,42 @@ func TestMeasurementTraceIDGetsABloomFilter(t *testing.T) {
 	without, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}}, nil))
 	require.NoError(t, err)
 	assert.Empty(t, without.BloomColumns)
+}
+
+// TestFingerprintIsUnambiguous: with fields joined by NUL, one column
+// named "a\x00utf8\x00true\x00b" hashed as the two columns a and b, and the
+// table cached for one schema served the other (every later write of a and
+// b then failed with a schema mismatch until restart).
+func TestFingerprintIsUnambiguous(t *testing.T) {
+	str := func(name string) arrow.Field {
+		return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	ts := arrow.Field{Name: "time", Type: utcNanos}
+	crafted := arrow.NewSchema([]arrow.Field{ts, str("a\x00utf8\x00true\x00b")}, nil)
+	normal := arrow.NewSchema([]arrow.Field{ts, str("a"), str("b")}, nil)
+	assert.NotEqual(t, fingerprint(crafted), fingerprint(normal))
+
+	_, err := MeasurementTable("collide", crafted)
+	require.NoError(t, err)
+	tbl, err := MeasurementTable("collide", normal)
+	require.NoError(t, err)
+	assert.True(t, tbl.Arrow.Equal(normal), "the table of the normal schema is its own")
+}
+
+// TestMeasurementTableCacheIsBounded: every distinct schema a client sends
+// used to stay cached for good; past the bound the oldest are rebuilt when
+// written again, with the same variant.
+func TestMeasurementTableCacheIsBounded(t *testing.T) {
+	first := arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}, {Name: "c0", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	t0, err := MeasurementTable("many", first)
+	require.NoError(t, err)
+	for i := range maxCachedSchemas + 10 {
+		s := arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}, {Name: "n" + strconv.Itoa(i), Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+		_, err := MeasurementTable("many", s)
+		require.NoError(t, err)
+	}
+	assert.LessOrEqual(t, measurements.Len(), maxCachedSchemas)
+	again, err := MeasurementTable("many", first)
+	require.NoError(t, err)
+	assert.Equal(t, t0.variant, again.variant, "a rebuilt table keeps its variant")
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Observer sees what the store does, for metrics. The committer and flush
@@ -21,6 +23,23 @@ type Observer interface {
 	Retired(partitions int)
 	// SinkWrote reports one write of a sink.
 	SinkWrote(SinkWritten)
+	// Deduplicated reports a batch acknowledged without a second copy: its
+	// batch ID was stored within the dedup window (a retry, or a
+	// byte-identical batch). It is called before Append returns.
+	Deduplicated(Duplicate)
+}
+
+// Duplicate is a batch dropped as a copy of one already stored. Rec is the
+// batch as passed to Append, so a caller can tell its own batches apart.
+type Duplicate struct {
+	Database, Table string
+	Rows            int64
+	Rec             arrow.RecordBatch
+}
+
+// deduplicated reports a dropped copy to the observer.
+func (s *Store) deduplicated(database string, t *Table, rec arrow.RecordBatch) {
+	s.opts.Observer.Deduplicated(Duplicate{Database: database, Table: t.Name, Rows: rec.NumRows(), Rec: rec})
 }
 
 // Commit is one WAL group commit: the batches written (duplicates
@@ -52,6 +71,7 @@ func (nopObserver) Flushed(Flush)          {}
 func (nopObserver) Compacted(CompactStats) {}
 func (nopObserver) Retired(int)            {}
 func (nopObserver) SinkWrote(SinkWritten)  {}
+func (nopObserver) Deduplicated(Duplicate) {}
 
 // MaxWALBytes is the configured ceiling of the WAL on disk.
 func (s *Store) MaxWALBytes() int64 { return s.opts.MaxWALBytes }

@@ -24,6 +24,13 @@ type recorder struct {
 	commits []Commit
 	flushes []Flush
 	sinks   []SinkWritten
+	dups    []Duplicate
+}
+
+func (r *recorder) Deduplicated(d Duplicate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dups = append(r.dups, d)
 }
 
 func (r *recorder) Committed(c Commit) {

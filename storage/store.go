@@ -443,6 +443,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	reqs := make([]*appendReq, 0, len(batches))
 	for _, b := range batches {
 		if b.ID != NoDedup && s.dedup.has(b.ID) {
+			s.deduplicated(b.Database, b.Table, b.Rec)
 			continue
 		}
 		b.Rec.Retain()
@@ -519,6 +520,7 @@ func (s *Store) commitGroup() {
 		ends := s.ends[:0]
 		for _, r := range head.batches() {
 			if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.has(r.id)); r.dup {
+				s.deduplicated(r.database, r.table, r.rec)
 				continue
 			}
 			if r.id != NoDedup {

@@ -43,6 +43,7 @@ type config struct {
 	tlsKey         string
 	maxBody        int64
 	maxDecoded     int64
+	limits         storage.Limits
 	memoryLimit    int64
 	compactEvery   time.Duration
 	compactMinAge  time.Duration
@@ -86,6 +87,9 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
 	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
+	fs.IntVar(&c.limits.MaxColumns, "max-columns", storage.DefaultMaxColumns, "most columns of one measurement in an Arc-protocol write, time included (413 past it)")
+	fs.IntVar(&c.limits.MaxStringBytes, "max-string-bytes", storage.DefaultMaxStringBytes, "largest string value in an Arc-protocol write (413 past it)")
+	fs.IntVar(&c.limits.MaxPartitionsPerRequest, "max-partitions-per-request", storage.DefaultMaxPartitionsPerRequest, "most partitions (table and UTC hour) one Arc-protocol write may touch (413 past it)")
 	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
 	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
@@ -227,7 +231,7 @@ func run(c config, log *slog.Logger) error {
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
 	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
 	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
-		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Metrics: metrics,
+		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Limits: c.limits, Metrics: metrics,
 	}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/clickhouse"
 )
 
@@ -39,6 +40,14 @@ func TestFlagErrors(t *testing.T) {
 	assert.Equal(t, "ch:9000", c.clickhouseAddr)
 	assert.False(t, c.parquet)
 	assert.EqualValues(t, 1000, c.maxWALBytes)
+
+	c, err = parseFlags([]string{"-max-columns", "64", "-max-string-bytes", "4096", "-max-partitions-per-request", "24"})
+	require.NoError(t, err)
+	assert.Equal(t, storage.Limits{MaxColumns: 64, MaxStringBytes: 4096, MaxPartitionsPerRequest: 24}, c.limits)
+	c, err = parseFlags(nil)
+	require.NoError(t, err)
+	assert.Equal(t, storage.Limits{MaxColumns: storage.DefaultMaxColumns, MaxStringBytes: storage.DefaultMaxStringBytes,
+		MaxPartitionsPerRequest: storage.DefaultMaxPartitionsPerRequest}, c.limits)
 }
 
 func TestClickHouseConfigFile(t *testing.T) {
