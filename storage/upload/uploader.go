@@ -132,6 +132,9 @@ func New(cfg Config) (*Uploader, error) {
 	}, nil
 }
 
+// Config returns the settings, defaults filled in.
+func (u *Uploader) Config() Config { return u.cfg }
+
 // Observe returns an Observer that passes every event to next and starts
 // a scan when a compaction run ends: the partitions it covered are ready.
 func (u *Uploader) Observe(next storage.Observer) storage.Observer {
