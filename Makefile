@@ -12,12 +12,14 @@ TELEMETRYGEN_VERSION := v0.161.0
 DUCKDB_VERSION := 1.5.6
 PYARROW_VERSION := 22.0.0
 CHDB_VERSION := 26.9.0
+VERSITYGW_VERSION := v1.8.0
 OCB         := $(TOOLS)/builder
 MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
 CHDB        := $(TOOLS)/chdb/chdb
+VERSITYGW   := $(TOOLS)/versitygw
 DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
@@ -53,7 +55,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -96,6 +98,11 @@ $(PYARROW):
 $(CHDB):
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/chdb chdb-core==$(CHDB_VERSION)
 
+# Versity's S3 gateway: the real S3-compatible server the object-storage
+# upload tests run against (SigV4, a bucket on a local directory).
+$(VERSITYGW):
+	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the
 # collector, then the sidecar flushes every buffered row and exits.
 run: build
@@ -104,10 +111,11 @@ run: build
 	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
 	bin/otelcol-arc --config otelcol-config.yaml
 
-# ARC_REQUIRE_CLICKHOUSE: the ClickHouse tests fail, not skip, when the
-# server cannot start (make tools installs it; CI must run them).
+# ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3: the ClickHouse and object-storage
+# tests fail, not skip, when their server cannot start (make tools installs
+# both; CI must run them).
 test: tools build engine
-	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 $(GO) test -race -count=1 -timeout 20m ./...
+	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 # A Docker engine for TestDockerCompose (installed and started as root on
 # Debian; elsewhere the test skips and says why).

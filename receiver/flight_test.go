@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -222,4 +223,24 @@ func TestHealthAndReady(t *testing.T) {
 		h.ServeHTTP(rec, mustRequest(t, PathReady))
 		assert.Equal(t, 503, rec.Code)
 	}
+}
+
+// TestReadyChecks: a failing check (the uploader's credentials) fails
+// /ready with its message; /health stays up.
+func TestReadyChecks(t *testing.T) {
+	f := newFixture(t)
+	var failing error
+	h := NewHTTPHandler(f.store, func() error { return failing })
+	rec := newRecorder()
+	h.ServeHTTP(rec, mustRequest(t, PathReady))
+	assert.Equal(t, 200, rec.Code)
+	failing = errors.New("object storage refused the credentials")
+	for path, code := range map[string]int{PathReady: 503, PathHealth: 200} {
+		rec = newRecorder()
+		h.ServeHTTP(rec, mustRequest(t, path))
+		assert.Equal(t, code, rec.Code, path)
+	}
+	rec = newRecorder()
+	h.ServeHTTP(rec, mustRequest(t, PathReady))
+	assert.Contains(t, rec.Body.String(), "refused the credentials")
 }

@@ -12,10 +12,14 @@ const (
 	PathReady  = "/ready"
 )
 
+// ReadyCheck is a further condition of /ready (the object-storage
+// uploader's credentials): nil when met, else what is wrong.
+type ReadyCheck func() error
+
 // NewHTTPHandler serves /health (the process is up and its store open) and
 // /ready (it also accepts writes: not shutting down, data directory
-// writable).
-func NewHTTPHandler(store *storage.Store) http.Handler {
+// writable, and every check met).
+func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
 		if !store.Ready() {
@@ -32,6 +36,12 @@ func NewHTTPHandler(store *storage.Store) http.Handler {
 		if err := store.Writable(); err != nil {
 			http.Error(w, "data directory not writable: "+err.Error(), http.StatusServiceUnavailable)
 			return
+		}
+		for _, check := range checks {
+			if err := check(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		w.Write([]byte("ready\n"))
 	})

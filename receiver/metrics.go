@@ -224,6 +224,11 @@ func (m *Metrics) WatchStore(s *storage.Store) {
 	}
 }
 
+// Register adds metrics of another component (the uploader's).
+func (m *Metrics) Register(cs ...prometheus.Collector) {
+	m.reg.MustRegister(cs...)
+}
+
 // Handler serves the metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

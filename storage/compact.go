@@ -52,7 +52,10 @@ type CompactStats struct {
 	BytesIn    int64
 	BytesOut   int64
 	Duration   time.Duration
-	Err        error
+	// Cutoff: the run covered every partition whose hour ended by then
+	// (all of them compacted unless Err is set).
+	Cutoff time.Time
+	Err    error
 }
 
 // Compact merges the files of every partition whose hour ended at least
@@ -62,8 +65,8 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
 	start := time.Now()
-	var st CompactStats
-	parts, err := s.closedPartitions(time.Now().Add(-minAge))
+	st := CompactStats{Cutoff: start.Add(-minAge)}
+	parts, err := s.closedPartitions(st.Cutoff)
 	for _, p := range parts {
 		if err != nil {
 			break

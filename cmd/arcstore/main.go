@@ -25,6 +25,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
 type config struct {
@@ -54,6 +55,8 @@ type config struct {
 	clickhouseConfig string
 	parquet          bool
 	maxWALBytes      int64
+
+	s3 s3Flags
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -94,6 +97,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
 	fs.Int64Var(&c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL bytes on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
+	c.s3.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -115,6 +119,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if !c.parquet && c.clickhouseAddr == "" {
 		return c, errNoStorage
+	}
+	if err := c.s3.check(c.parquet); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -183,11 +190,19 @@ func run(c config, log *slog.Logger) error {
 	if chSink != nil {
 		sinks = append(sinks, chSink)
 	}
+	uploader, err := newUploader(c, log)
+	if err != nil {
+		return err
+	}
+	var observer storage.Observer = metrics
+	if uploader != nil {
+		observer = uploader.Observe(metrics)
+	}
 	store, err := storage.Open(storage.Options{
 		Sinks:           sinks,
 		NoParquet:       !c.parquet,
 		MaxWALBytes:     c.maxWALBytes,
-		Observer:        metrics,
+		Observer:        observer,
 		DataDir:         c.dataDir,
 		Compression:     c.compression,
 		FlushInterval:   c.flushInterval,
@@ -204,6 +219,12 @@ func run(c config, log *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	metrics.WatchStore(store)
+	var ready []receiver.ReadyCheck
+	if uploader != nil {
+		metrics.Register(uploader.Collectors()...)
+		ready = append(ready, uploader.Ready)
+		checkBucket(uploader, c.s3.bucket, log)
+	}
 	grpcLis, err := net.Listen("tcp", c.grpcAddr)
 	if err != nil {
 		store.Close()
@@ -227,19 +248,27 @@ func run(c config, log *slog.Logger) error {
 	gs := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics})
 	mux := http.NewServeMux()
-	mux.Handle("/", receiver.NewHTTPHandler(store))
+	mux.Handle("/", receiver.NewHTTPHandler(store, ready...))
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
 	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
 	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
 		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Limits: c.limits, Metrics: metrics,
 	}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if uploader != nil {
+		if err := uploader.Start(store); err != nil {
+			grpcLis.Close()
+			httpLis.Close()
+			store.Close()
+			return fmt.Errorf("start uploads: %w", err)
+		}
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLis) }()
 	go func() { errc <- hs.Serve(httpLis) }()
 	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
-		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr)
+		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr, "s3_bucket", c.s3.bucket)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -249,12 +278,12 @@ func run(c config, log *slog.Logger) error {
 	case err := <-errc:
 		log.Error("server failed; shutting down", "error", err)
 	}
-	return shutdown(c, log, gs, hs, store)
+	return shutdown(c, log, gs, hs, store, uploader)
 }
 
 // shutdown stops taking batches, waits for open streams up to a deadline,
 // then flushes everything buffered to Parquet.
-func shutdown(c config, log *slog.Logger, gs *grpc.Server, hs *http.Server, store *storage.Store) error {
+func shutdown(c config, log *slog.Logger, gs *grpc.Server, hs *http.Server, store *storage.Store, uploader *upload.Uploader) error {
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
 	select {
@@ -266,6 +295,9 @@ func shutdown(c config, log *slog.Logger, gs *grpc.Server, hs *http.Server, stor
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(ctx)
+	if uploader != nil {
+		uploader.Stop() // before the store it deletes partitions through
+	}
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("final flush: %w (the rows stay in the WAL and replay on the next start)", err)
 	}

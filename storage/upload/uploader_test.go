@@ -1,0 +1,482 @@
+package upload
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/upload/s3test"
+)
+
+// env is a store on a temp dir and a bucket on a real versitygw.
+type env struct {
+	t      *testing.T
+	srv    *s3test.Server
+	store  *storage.Store
+	dir    string
+	prefix string
+	now    time.Time
+	bucket Bucket
+}
+
+// hourAgo is the partition of a closed hour, h hours before e.now.
+func (e *env) partition(hoursAgo int) string {
+	t := e.now.Add(-time.Duration(hoursAgo) * time.Hour).UTC()
+	return fmt.Sprintf("default/traces/date=%s/hour=%d", t.Format(time.DateOnly), t.Hour())
+}
+
+func s3Env(t *testing.T, srv *s3test.Server) Bucket {
+	t.Helper()
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	b, err := NewS3(context.Background(), S3Config{Endpoint: srv.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, PathStyle: true})
+	require.NoError(t, err)
+	return b
+}
+
+func newEnv(t *testing.T, srv *s3test.Server) *env {
+	t.Helper()
+	e := &env{t: t, srv: srv, dir: filepath.Join(t.TempDir(), "data"), prefix: "p/" + strings.ReplaceAll(t.Name(), "/", "_"), now: time.Now()}
+	e.bucket = s3Env(t, srv)
+	e.open(nil)
+	return e
+}
+
+// open (re)opens the store, whose compaction events go to u.
+func (e *env) open(u *Uploader) {
+	if e.store != nil {
+		require.NoError(e.t, e.store.Close())
+		e.store = nil
+	}
+	opts := storage.Options{DataDir: e.dir, Logger: slog.New(slog.DiscardHandler)}
+	if u != nil {
+		opts.Observer = u.Observe(nil)
+	}
+	s, err := storage.Open(opts)
+	require.NoError(e.t, err)
+	e.store = s
+	e.t.Cleanup(func() {
+		if e.store == s {
+			_ = s.Close()
+			e.store = nil
+		}
+	})
+}
+
+// uploader is a fresh uploader on the env's data directory, as after a
+// start of the sidecar.
+func (e *env) uploader(hook func(string) error, mod ...func(*Config)) *Uploader {
+	e.t.Helper()
+	cfg := Config{Bucket: e.bucket, Prefix: e.prefix, CompactMinAge: 10 * time.Minute, PartSize: MinPartSize, Concurrency: 2,
+		Logger: slog.New(slog.DiscardHandler)}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	u, err := New(cfg)
+	require.NoError(e.t, err)
+	u.hook = hook
+	u.now = func() time.Time { return e.now }
+	require.NoError(e.t, u.load(e.store))
+	return u
+}
+
+func (e *env) write(partition, name string, data []byte) {
+	e.t.Helper()
+	dir := filepath.Join(e.dir, filepath.FromSlash(partition))
+	require.NoError(e.t, os.MkdirAll(dir, 0o755))
+	require.NoError(e.t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+}
+
+func (e *env) remove(partition, name string) {
+	require.NoError(e.t, os.Remove(filepath.Join(e.dir, filepath.FromSlash(partition), name)))
+}
+
+func (e *env) key(partition, name string) string { return Key(e.prefix, partition, name) }
+
+// objects lists the env's keys in the bucket.
+func (e *env) objects() []string {
+	var out []string
+	for k := range e.srv.Objects() {
+		if strings.HasPrefix(k, e.prefix+"/") {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *env) exists(partition string) bool {
+	_, err := os.Stat(filepath.Join(e.dir, filepath.FromSlash(partition)))
+	return err == nil
+}
+
+func (e *env) manifests() []string {
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(storage.SystemDir(e.dir), stateDirName, manifestsDirName), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func random(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return b
+}
+
+type row struct {
+	Time int64  `parquet:"time"`
+	V    string `parquet:"v"`
+}
+
+func parquetFile(t *testing.T, rows ...row) []byte {
+	var buf bytes.Buffer
+	require.NoError(t, parquet.Write(&buf, rows))
+	return buf.Bytes()
+}
+
+func readRows(t *testing.T, data []byte) []row {
+	rows, err := parquet.Read[row](bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	return rows
+}
+
+// drain runs passes until one ends without an error.
+func drain(t *testing.T, u *Uploader) {
+	t.Helper()
+	for range 5 {
+		if _, err := u.pass(context.Background()); err == nil {
+			return
+		}
+	}
+	_, err := u.pass(context.Background())
+	require.NoError(t, err)
+}
+
+func TestUploadsClosedCompactedPartitions(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	big := random(t, 2*MinPartSize+12345) // three parts
+	small := random(t, 1000)
+	closedBig, closedSmall, open := e.partition(3), e.partition(2), e.partition(0)
+	e.write(closedBig, "a.parquet", big)
+	e.write(closedSmall, "b.parquet", small)
+	e.write(open, "c.parquet", small)
+	u := e.uploader(nil)
+	drain(t, u)
+
+	assert.Equal(t, []string{e.key(closedBig, "a.parquet"), e.key(closedSmall, "b.parquet")}, e.objects(), "closed partitions only")
+	assert.Equal(t, big, srv.Get(e.key(closedBig, "a.parquet")))
+	assert.Equal(t, small, srv.Get(e.key(closedSmall, "b.parquet")))
+	assert.Empty(t, srv.Uploads(), "no multipart upload left open")
+	assert.True(t, e.exists(closedBig), "no local retention: local partitions stay")
+	assert.Equal(t, 2.0, testutil.ToFloat64(u.metrics.objects.WithLabelValues("ok")))
+	assert.Equal(t, float64(len(big)+len(small)), testutil.ToFloat64(u.metrics.bytes))
+	assert.Zero(t, testutil.ToFloat64(u.metrics.backlogBytes))
+
+	// Another pass, and a restart, upload nothing again.
+	drain(t, u)
+	drain(t, e.uploader(nil))
+	assert.Equal(t, 2.0, testutil.ToFloat64(u.metrics.objects.WithLabelValues("ok")))
+}
+
+// TestWaitsForCompaction: a closed hour with several files of one schema
+// is uploaded once a compaction run has merged them, and POST
+// /admin/compact's run (min age 0) makes an hour that ended a minute ago
+// ready without waiting for -compact-min-age.
+func TestWaitsForCompaction(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	e.now = time.Now().Truncate(time.Hour).Add(time.Minute) // the last hour ended a minute ago
+	merge, recent := e.partition(3), e.partition(1)
+	e.write(merge, "1.parquet", parquetFile(t, row{1, "a"}, row{2, "b"}))
+	e.write(merge, "2.parquet", parquetFile(t, row{3, "c"}))
+	e.write(recent, "1.parquet", parquetFile(t, row{4, "d"}))
+	u := e.uploader(nil)
+	e.open(u)
+	drain(t, u)
+	assert.Empty(t, e.objects(), "two files of one schema wait for compaction; the last hour ended under -compact-min-age ago")
+	assert.Equal(t, 1.0, testutil.ToFloat64(u.metrics.backlogPartitions), "the closed hour is in the backlog")
+
+	_, err := e.store.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	drain(t, u)
+	objs := e.objects()
+	require.Len(t, objs, 2)
+	assert.Equal(t, e.key(recent, "1.parquet"), objs[1])
+	assert.Contains(t, objs[0], "-compacted-")
+	assert.ElementsMatch(t, []row{{1, "a"}, {2, "b"}, {3, "c"}}, readRows(t, srv.Get(objs[0])))
+
+	// The compaction's cutoff survives a restart.
+	assert.False(t, e.uploader(nil).compactedThrough.IsZero())
+}
+
+// TestLateRowsReplaceTheObject: rows that reach an uploaded hour are
+// compacted with its file into a new one, which replaces the object.
+func TestLateRowsReplaceTheObject(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	p := e.partition(2)
+	e.write(p, "1.parquet", parquetFile(t, row{1, "a"}))
+	u := e.uploader(nil)
+	e.open(u)
+	drain(t, u)
+	require.Equal(t, []string{e.key(p, "1.parquet")}, e.objects())
+
+	e.write(p, "2.parquet", parquetFile(t, row{2, "late"}))
+	drain(t, u)
+	assert.Equal(t, []string{e.key(p, "1.parquet")}, e.objects(), "a late file waits for compaction")
+	_, err := e.store.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	drain(t, u)
+	objs := e.objects()
+	require.Len(t, objs, 1)
+	assert.Contains(t, objs[0], "-compacted-")
+	assert.ElementsMatch(t, []row{{1, "a"}, {2, "late"}}, readRows(t, srv.Get(objs[0])))
+	assert.Equal(t, 1.0, testutil.ToFloat64(u.metrics.replaced))
+}
+
+// TestCrashAtEveryStep stops the uploader as a SIGKILL would at each step
+// of an upload, a replacement and a local deletion, starts a new one on
+// the same directory and bucket, and checks the bucket ends with exactly
+// the partition's last file, no multipart upload left open, and the local
+// partition deleted only after that.
+func TestCrashAtEveryStep(t *testing.T) {
+	srv := s3test.Start(t)
+	steps := []string{"multipart-created", "part-uploaded", "uploaded", "recorded", "replaced", "dropping", "dropped"}
+	for _, step := range steps {
+		t.Run(step, func(t *testing.T) {
+			e := newEnv(t, srv)
+			p := e.partition(5)
+			first := random(t, 2*MinPartSize+1)
+			second := append(bytes.Clone(first), random(t, 1000)...)
+			e.write(p, "1.parquet", first)
+			var crashed atomic.Bool
+			hook := func(s string) error {
+				if s == step && crashed.CompareAndSwap(false, true) {
+					return errors.New("kill")
+				}
+				return nil
+			}
+			// One part in flight at a time: a part the server is still
+			// writing when the restarted uploader aborts the upload would
+			// bring it back (S3 documents the same of aborts).
+			one := func(c *Config) { c.Concurrency = 1 }
+			u := e.uploader(hook, one)
+			// run is one phase: a pass, and on the crash a restart and passes to the end.
+			run := func(mod ...func(*Config)) {
+				t.Helper()
+				_, err := u.pass(context.Background())
+				if err != nil {
+					require.ErrorAs(t, err, new(crash))
+					u = e.uploader(nil, append(mod, one)...)
+				}
+				drain(t, u)
+			}
+			run()
+			assert.Equal(t, []string{e.key(p, "1.parquet")}, e.objects())
+			// A compaction replaces the file with one holding its rows and more.
+			e.write(p, "2.parquet", second)
+			e.remove(p, "1.parquet")
+			run()
+			assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
+			// Local retention.
+			u.cfg.LocalRetention = time.Hour
+			run(func(c *Config) { c.LocalRetention = time.Hour })
+			assert.True(t, crashed.Load(), "the hook ran at %s", step)
+			assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
+			assert.Equal(t, second, srv.Get(e.key(p, "2.parquet")))
+			assert.Empty(t, srv.Uploads(), "no multipart upload left open")
+			assert.False(t, e.exists(p), "local partition deleted after the upload was verified")
+			assert.Empty(t, e.manifests())
+		})
+	}
+}
+
+// TestServerDownThenUp: with the bucket unreachable nothing is deleted
+// locally, the backlog shows in the metrics, and the uploads catch up by
+// themselves once it is back.
+func TestServerDownThenUp(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	p1, p2 := e.partition(4), e.partition(3)
+	e.write(p1, "1.parquet", random(t, 3000))
+	e.write(p2, "1.parquet", random(t, MinPartSize+1))
+	srv.Stop()
+	u := e.uploader(nil, func(c *Config) {
+		c.LocalRetention = time.Hour
+		c.Interval, c.MaxBackoff, c.Timeout = 20*time.Millisecond, 50*time.Millisecond, 2*time.Second
+	})
+	_, err := u.pass(context.Background())
+	require.Error(t, err)
+	assert.True(t, e.exists(p1) && e.exists(p2), "local partitions kept while the bucket is down")
+	assert.Equal(t, 2.0, testutil.ToFloat64(u.metrics.backlogPartitions))
+	assert.Equal(t, float64(3000+MinPartSize+1), testutil.ToFloat64(u.metrics.backlogBytes))
+	assert.NoError(t, u.Ready(), "an unreachable bucket is not a readiness failure")
+
+	require.NoError(t, u.Start(e.store))
+	defer u.Stop()
+	srv.Restart()
+	require.Eventually(t, func() bool {
+		return !e.exists(p1) && !e.exists(p2) && testutil.ToFloat64(u.metrics.backlogPartitions) == 0
+	}, 30*time.Second, 20*time.Millisecond, "uploads catch up, local retention follows, the backlog empties")
+	u.Stop()
+	assert.Len(t, e.objects(), 2)
+	assert.Empty(t, srv.Uploads())
+}
+
+func TestWrongCredentials(t *testing.T) {
+	srv := s3test.Start(t)
+	for _, tc := range []struct {
+		name, secret, bucket string
+		want                 error
+	}{
+		{"wrong secret", "not-the-secret", s3test.Bucket, ErrCredentials},
+		{"no such bucket", s3test.SecretKey, "no-such-bucket", ErrNoBucket},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, srv)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.secret)
+			b, err := NewS3(context.Background(), S3Config{Endpoint: srv.Endpoint, Bucket: tc.bucket, Region: s3test.Region, PathStyle: true})
+			require.NoError(t, err)
+			e.bucket = b
+			p := e.partition(3)
+			e.write(p, "1.parquet", random(t, 100))
+			u := e.uploader(nil, func(c *Config) { c.LocalRetention = time.Hour })
+			err = u.Check(context.Background())
+			require.ErrorIs(t, err, tc.want)
+			require.ErrorIs(t, u.Ready(), tc.want)
+			_, err = u.pass(context.Background())
+			require.ErrorIs(t, err, tc.want)
+			assert.True(t, e.exists(p))
+			assert.Zero(t, testutil.ToFloat64(u.metrics.ready))
+
+			// Fixed credentials: the next pass finds out and uploads.
+			e.bucket = s3Env(t, srv)
+			u.cfg.Bucket = e.bucket
+			drain(t, u)
+			assert.NoError(t, u.Ready())
+			assert.Equal(t, 1.0, testutil.ToFloat64(u.metrics.ready))
+			assert.Len(t, e.objects(), 1)
+		})
+	}
+}
+
+// refusing refuses the first n puts of keys holding match.
+type refusing struct {
+	Bucket
+	match string
+	n     atomic.Int32
+}
+
+func (r *refusing) Put(ctx context.Context, key string, body []byte) (string, error) {
+	if strings.Contains(key, r.match) && r.n.Add(-1) >= 0 {
+		return "", fmt.Errorf("put %s: %w: EntityTooLarge", key, ErrRefused)
+	}
+	return r.Bucket.Put(ctx, key, body)
+}
+
+// TestRefusedObjectIsRetried: an object the bucket refuses is counted,
+// kept locally and retried, and does not hold the other partitions back.
+func TestRefusedObjectIsRetried(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	bad, good := e.partition(4), e.partition(3)
+	e.write(bad, "bad.parquet", random(t, 100))
+	e.write(good, "good.parquet", random(t, 100))
+	r := &refusing{Bucket: e.bucket, match: "bad"}
+	r.n.Store(2)
+	e.bucket = r
+	u := e.uploader(nil, func(c *Config) { c.LocalRetention = time.Hour })
+	_, err := u.pass(context.Background())
+	require.ErrorIs(t, err, ErrRefused)
+	assert.Equal(t, []string{e.key(good, "good.parquet")}, e.objects(), "the other partition goes on")
+	assert.True(t, e.exists(bad))
+	assert.False(t, e.exists(good))
+	assert.Equal(t, 1.0, testutil.ToFloat64(u.metrics.objects.WithLabelValues("refused")))
+	assert.NoError(t, u.Ready())
+
+	for range 3 { // retried after its backoff
+		e.now = e.now.Add(time.Minute)
+		_, _ = u.pass(context.Background())
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(u.metrics.objects.WithLabelValues("refused")))
+	assert.Len(t, e.objects(), 2)
+	assert.False(t, e.exists(bad))
+}
+
+// gone deletes the objects under its prefix before each HEAD once, as a
+// lifecycle rule or a hand might.
+type vanishing struct {
+	Bucket
+	deleted atomic.Bool
+}
+
+func (v *vanishing) Head(ctx context.Context, key string) (Object, error) {
+	o, err := v.Bucket.Head(ctx, key)
+	if err == nil && v.deleted.CompareAndSwap(false, true) {
+		// The upload's own verification passes; the next HEAD (before a
+		// local deletion) finds the object gone.
+		return o, nil
+	}
+	return o, err
+}
+
+// TestLocalRetentionOnlyAfterVerify: a local partition is not deleted
+// while its object is missing from the bucket; it is uploaded again first.
+func TestLocalRetentionOnlyAfterVerify(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	p := e.partition(3)
+	data := random(t, 500)
+	e.write(p, "1.parquet", data)
+	u := e.uploader(nil)
+	drain(t, u)
+	require.Len(t, e.objects(), 1)
+	// Gone from the bucket behind the uploader's back.
+	require.NoError(t, e.bucket.Delete(context.Background(), e.key(p, "1.parquet")))
+	u.cfg.LocalRetention = time.Hour
+	_, err := u.pass(context.Background())
+	require.NoError(t, err)
+	assert.True(t, e.exists(p), "not deleted: the object was not in the bucket")
+	drain(t, u)
+	assert.False(t, e.exists(p))
+	assert.Equal(t, data, srv.Get(e.key(p, "1.parquet")))
+}
+
+// TestLocalRetentionWaitsForAge: partitions younger than the local
+// retention stay after their upload.
+func TestLocalRetentionWaitsForAge(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	young, old := e.partition(2), e.partition(5)
+	e.write(young, "1.parquet", random(t, 10))
+	e.write(old, "1.parquet", random(t, 10))
+	drain(t, e.uploader(nil, func(c *Config) { c.LocalRetention = 3 * time.Hour }))
+	assert.Len(t, e.objects(), 2)
+	assert.True(t, e.exists(young))
+	assert.False(t, e.exists(old))
+}
