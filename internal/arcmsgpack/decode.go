@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -17,7 +20,14 @@ const (
 	keyMeasurement = "m"
 	keyColumns     = "columns"
 	keyBatch       = "batch"
-	TimeColumn     = "time"
+	// Arc's row format: {"m", "t", "fields", "tags"}, "h" a host tag.
+	keyTime   = "t"
+	keyFields = "fields"
+	keyTags   = "tags"
+	keyHost   = "h"
+	hostTag   = "host"
+
+	TimeColumn = "time"
 )
 
 // ErrInput marks errors in the payload itself: the client's fault, never
@@ -28,36 +38,16 @@ func inputErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInput, fmt.Sprintf(format, args...))
 }
 
-// Kind is a column's value type.
-type Kind int
-
-// Kinds.
-const (
-	KindNull Kind = iota // no non-null value seen yet
-	KindInt
-	KindFloat
-	KindString
-	KindBool
-)
-
-func (k Kind) String() string {
-	return [...]string{"null", "int", "float", "string", "bool"}[k]
+// within puts where in front of an input error's message, after its
+// "bad payload" prefix; other errors pass unchanged.
+func within(where string, err error) error {
+	if err == nil || !errors.Is(err, ErrInput) {
+		return err
+	}
+	return inputErr("%s: %s", where, strings.TrimPrefix(err.Error(), ErrInput.Error()+": "))
 }
 
-// Column is one decoded column. Exactly one of the value slices is used,
-// per Kind; Null marks null rows (nil when there are none).
-type Column struct {
-	Name   string
-	Kind   Kind
-	Ints   []int64
-	Floats []float64
-	Strs   []string
-	Bools  []bool
-	Null   []bool
-	rows   int
-}
-
-// Measurement is one payload object.
+// Measurement is one payload object, or the rows of one measurement.
 type Measurement struct {
 	Name string
 	// Time in nanoseconds since the epoch, unit-detected.
@@ -68,32 +58,64 @@ type Measurement struct {
 // Rows is the measurement's row count.
 func (m *Measurement) Rows() int { return len(m.Time) }
 
-// Decode reads a whole (decompressed) payload.
+// Decode reads a whole (decompressed) payload within DefaultMaxBytes.
 func Decode(body []byte) ([]Measurement, error) {
-	d := msgpack.NewDecoder(bytes.NewReader(body))
-	c, err := d.PeekCode()
+	return DecodeWithin(body, NewBudget(0))
+}
+
+// DecodeWithin reads a whole (decompressed) payload, charging the memory
+// of its columns to b; past the budget it stops with ErrTooLarge. Columnar
+// objects become one Measurement each, in payload order; row-format
+// records are gathered per measurement name after them.
+func DecodeWithin(body []byte, b *Budget) ([]Measurement, error) {
+	d := &decoder{dec: msgpack.NewDecoder(bytes.NewReader(body)), budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
+	c, err := d.dec.PeekCode()
 	if err != nil {
 		return nil, inputErr("empty or truncated body")
 	}
-	var out []Measurement
 	switch {
 	case isArray(c):
-		out, err = decodeList(d, len(body), "")
+		err = d.list("")
 	case isMap(c):
-		out, err = decodeTop(d, len(body))
+		err = d.top()
 	default:
 		return nil, inputErr("body must be a map or an array of maps, got msgpack type 0x%02x", c)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.PeekCode(); !errors.Is(err, io.EOF) {
+	if _, err := d.dec.PeekCode(); !errors.Is(err, io.EOF) {
 		return nil, inputErr("trailing bytes after the payload")
 	}
+	out := append(d.out, d.rows.Measurements()...)
 	if len(out) == 0 {
 		return nil, inputErr("payload holds no measurement")
 	}
 	return out, nil
+}
+
+type decoder struct {
+	dec    *msgpack.Decoder
+	budget *Budget
+	out    []Measurement // columnar objects
+	rows   *Rows
+	now    int64 // a row without "t" is stamped with the time of decoding, as Arc does
+	row    rowItem
+}
+
+// rowItem is one row-format record while its keys are read: they come in
+// any order, and its fields go to columns once its measurement is known.
+type rowItem struct {
+	time    any // int64, float64 or nil
+	tags    []keyValue
+	fields  []keyValue
+	host    string
+	hasHost bool
+}
+
+type keyValue struct {
+	key string
+	val any // int64, float64, string, bool or nil
 }
 
 func isArray(c byte) bool {
@@ -104,91 +126,294 @@ func isMap(c byte) bool {
 	return msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32
 }
 
-// decodeTop reads either {"batch": [...]} or one measurement object.
-func decodeTop(d *msgpack.Decoder, budget int) ([]Measurement, error) {
-	n, err := d.DecodeMapLen()
+// top reads {"batch": [...]} or one item.
+func (d *decoder) top() error {
+	n, err := d.dec.DecodeMapLen()
 	if err != nil {
-		return nil, inputErr("truncated map")
+		return inputErr("truncated map")
+	}
+	return d.item(n, "", true)
+}
+
+func (d *decoder) list(where string) error {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil || n < 0 {
+		return inputErr("truncated array %s", where)
+	}
+	for i := 0; i < n; i++ {
+		c, err := d.dec.PeekCode()
+		if err != nil {
+			return inputErr("truncated: %d of %d measurements", i, n)
+		}
+		if !isMap(c) {
+			return inputErr("element %d of the array is not a map", i)
+		}
+		mn, err := d.dec.DecodeMapLen()
+		if err != nil {
+			return inputErr("truncated element %d", i)
+		}
+		if err := d.item(mn, fmt.Sprintf("element %d", i), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// item reads one map of n keys: a columnar object, a row-format record,
+// or (at the top only) a batch.
+func (d *decoder) item(n int, where string, top bool) error {
+	wrap := func(err error) error {
+		if where == "" {
+			return err
+		}
+		return within(where, err)
+	}
+	label := where
+	if label == "" {
+		label = "top-level"
 	}
 	var m Measurement
 	seen := map[string]bool{}
-	var batch []Measurement
+	d.row = rowItem{tags: d.row.tags[:0], fields: d.row.fields[:0]}
 	for i := 0; i < n; i++ {
-		key, err := decodeKey(d, "top-level")
+		key, err := decodeKey(d.dec, label)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if seen[key] {
-			return nil, inputErr("key %q appears twice", key)
+			return wrap(inputErr("key %q appears twice", key))
 		}
 		seen[key] = true
 		switch key {
 		case keyBatch:
-			if batch, err = decodeList(d, budget, "batch"); err != nil {
-				return nil, err
+			if !top {
+				return wrap(inputErr("%q is only allowed at the top level", keyBatch))
 			}
-		case keyMeasurement, keyColumns:
-			if err := m.field(d, key, budget); err != nil {
-				return nil, err
+			if err := d.list(keyBatch); err != nil {
+				return err
+			}
+		case keyMeasurement:
+			c, err := d.dec.PeekCode()
+			if err != nil || !msgpcode.IsString(c) {
+				return wrap(inputErr("%q must be a string", keyMeasurement))
+			}
+			if m.Name, err = d.dec.DecodeString(); err != nil {
+				return wrap(inputErr("truncated %q", keyMeasurement))
+			}
+		case keyColumns:
+			if err := m.decodeColumns(d.dec, d.budget); err != nil {
+				return wrap(err)
+			}
+		case keyTime:
+			if d.row.time, err = d.scalar(keyTime); err != nil {
+				return wrap(err)
+			}
+		case keyTags:
+			if d.row.tags, err = d.pairs(keyTags, d.row.tags); err != nil {
+				return wrap(err)
+			}
+		case keyFields:
+			if d.row.fields, err = d.pairs(keyFields, d.row.fields); err != nil {
+				return wrap(err)
+			}
+		case keyHost:
+			v, err := d.scalar(keyHost)
+			if err != nil {
+				return wrap(err)
+			}
+			if v != nil {
+				d.row.host, d.row.hasHost = tagString(v), true
 			}
 		default:
-			return nil, inputErr("unknown key %q (want %q and %q, or %q)", key, keyMeasurement, keyColumns, keyBatch)
+			return wrap(inputErr("unknown key %q (want %q and %q for columns, %q, %q, %q and %q for a row, or %q)",
+				key, keyMeasurement, keyColumns, keyMeasurement, keyTime, keyFields, keyTags, keyBatch))
 		}
 	}
-	if seen[keyBatch] {
-		if seen[keyMeasurement] || seen[keyColumns] {
-			return nil, inputErr("%q cannot be mixed with %q/%q", keyBatch, keyMeasurement, keyColumns)
+	isRow := seen[keyFields] || seen[keyTags] || seen[keyTime] || seen[keyHost]
+	switch {
+	case seen[keyBatch]:
+		if len(seen) > 1 {
+			return inputErr("%q cannot be mixed with other keys", keyBatch)
 		}
-		return batch, nil
+		return nil
+	case seen[keyColumns] && isRow:
+		return wrap(inputErr("%q (columnar) cannot be mixed with %q/%q/%q (row format)", keyColumns, keyTime, keyFields, keyTags))
+	case isRow:
+		return wrap(d.addRow(m.Name, seen[keyFields]))
 	}
 	if err := m.finish(seen); err != nil {
-		return nil, err
+		return wrap(err)
 	}
-	return []Measurement{m}, nil
+	if err := d.budget.take(measurementCost); err != nil {
+		return err
+	}
+	d.out = append(d.out, m)
+	return nil
 }
 
-func decodeList(d *msgpack.Decoder, budget int, where string) ([]Measurement, error) {
-	n, err := d.DecodeArrayLen()
-	if err != nil || n < 0 {
-		return nil, inputErr("truncated array %s", where)
+// addRow stores the row item just read into its measurement's columns.
+func (d *decoder) addRow(name string, hasFields bool) error {
+	if name == "" {
+		return inputErr("missing measurement name %q", keyMeasurement)
 	}
-	out := make([]Measurement, 0, min(n, budget))
+	if !hasFields || len(d.row.fields) == 0 {
+		return inputErr("measurement %q: a row needs at least one field in %q", name, keyFields)
+	}
+	ns := d.now
+	switch t := d.row.time.(type) {
+	case int64:
+		var ok bool
+		if ns, ok = intTime(t, unitOf(math.Abs(float64(t)))); !ok {
+			return inputErr("measurement %q: %q %d is out of range", name, keyTime, t)
+		}
+	case float64:
+		var ok bool
+		if ns, ok = floatTime(t, unitOf(math.Abs(t))); !ok {
+			return inputErr("measurement %q: %q %v is out of range", name, keyTime, t)
+		}
+	case string, bool:
+		return inputErr("measurement %q: %q must be an integer or float timestamp", name, keyTime)
+	}
+	if err := d.rows.Begin(name, ns); err != nil {
+		return err
+	}
+	if d.row.hasHost {
+		if err := d.rows.Tag(hostTag, d.row.host); err != nil {
+			return err
+		}
+	}
+	for _, kv := range d.row.tags {
+		if kv.val == nil {
+			continue
+		}
+		if err := d.rows.Tag(kv.key, tagString(kv.val)); err != nil {
+			return err
+		}
+	}
+	for _, kv := range d.row.fields {
+		col, err := d.rows.Field(kv.key)
+		if err != nil {
+			return err
+		}
+		switch v := kv.val.(type) {
+		case nil:
+			err = col.AppendNull()
+		case int64:
+			err = col.AppendInt(v)
+		case float64:
+			err = col.AppendFloat(v)
+		case string:
+			err = col.AppendString(v)
+		case bool:
+			err = col.AppendBool(v)
+		}
+		if err != nil {
+			return within(fmt.Sprintf("measurement %q", name), err)
+		}
+	}
+	return d.rows.End()
+}
+
+// tagString is a tag's value as text: Arc formats non-string tags.
+func tagString(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	return ""
+}
+
+// pairs reads a map of names to scalars ("tags", "fields").
+func (d *decoder) pairs(what string, into []keyValue) ([]keyValue, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil || !isMap(c) {
+		return into, inputErr("%q must be a map of name to value", what)
+	}
+	n, err := d.dec.DecodeMapLen()
+	if err != nil {
+		return into, inputErr("truncated %q", what)
+	}
 	for i := 0; i < n; i++ {
-		c, err := d.PeekCode()
+		key, err := decodeKey(d.dec, what)
 		if err != nil {
-			return nil, inputErr("truncated: %d of %d measurements", i, n)
+			return into, err
 		}
-		if !isMap(c) {
-			return nil, inputErr("element %d of the array is not a map", i)
-		}
-		mn, err := d.DecodeMapLen()
+		v, err := d.scalar(fmt.Sprintf("%s %q", what, key))
 		if err != nil {
-			return nil, inputErr("truncated element %d", i)
+			return into, err
 		}
-		var m Measurement
-		seen := map[string]bool{}
-		for j := 0; j < mn; j++ {
-			key, err := decodeKey(d, fmt.Sprintf("element %d", i))
-			if err != nil {
-				return nil, err
-			}
-			if seen[key] {
-				return nil, inputErr("element %d: key %q appears twice", i, key)
-			}
-			seen[key] = true
-			if key != keyMeasurement && key != keyColumns {
-				return nil, inputErr("element %d: unknown key %q (want %q and %q)", i, key, keyMeasurement, keyColumns)
-			}
-			if err := m.field(d, key, budget); err != nil {
-				return nil, err
-			}
+		if s, ok := v.(string); ok && !utf8.ValidString(s) {
+			return into, inputErr("%s %q: string is not valid UTF-8", what, key)
 		}
-		if err := m.finish(seen); err != nil {
-			return nil, fmt.Errorf("element %d: %w", i, err)
+		// The key and value are charged like a column's: a record of
+		// many tiny fields is no cheaper to hold than their columns.
+		if err := d.budget.take(int64(len(key)) + stringCost + 24); err != nil {
+			return into, err
 		}
-		out = append(out, m)
+		into = append(into, keyValue{key: key, val: v})
 	}
-	return out, nil
+	return into, nil
+}
+
+// scalar reads one int, float, string, bool or nil.
+func (d *decoder) scalar(what string) (any, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return nil, inputErr("%s: truncated", what)
+	}
+	bad := func(s string) error { return inputErr("%s: %s", what, s) }
+	switch {
+	case c == msgpcode.Nil:
+		_ = d.dec.Skip()
+		return nil, nil
+	case c == msgpcode.True || c == msgpcode.False:
+		v, err := d.dec.DecodeBool()
+		if err != nil {
+			return nil, bad("truncated")
+		}
+		return v, nil
+	case msgpcode.IsFixedNum(c) || c >= msgpcode.Uint8 && c <= msgpcode.Int64:
+		if c == msgpcode.Uint64 {
+			u, err := d.dec.DecodeUint64()
+			if err != nil {
+				return nil, bad("truncated")
+			}
+			if u > math.MaxInt64 {
+				return nil, bad(fmt.Sprintf("%d does not fit a signed 64-bit integer", u))
+			}
+			return int64(u), nil
+		}
+		v, err := d.dec.DecodeInt64()
+		if err != nil {
+			return nil, bad("truncated")
+		}
+		return v, nil
+	case c == msgpcode.Float || c == msgpcode.Double:
+		v, err := d.dec.DecodeFloat64()
+		if err != nil {
+			return nil, bad("truncated")
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, bad("NaN and infinities are not stored; send null for a missing value")
+		}
+		return v, nil
+	case msgpcode.IsString(c):
+		v, err := d.dec.DecodeString()
+		if err != nil {
+			return nil, bad("truncated")
+		}
+		if err := d.budget.take(int64(len(v))); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	return nil, bad(fmt.Sprintf("unsupported msgpack type 0x%02x (want int, float, string, bool or nil)", c))
 }
 
 func decodeKey(d *msgpack.Decoder, where string) (string, error) {
@@ -206,26 +431,12 @@ func decodeKey(d *msgpack.Decoder, where string) (string, error) {
 	return s, nil
 }
 
-func (m *Measurement) field(d *msgpack.Decoder, key string, budget int) error {
-	if key == keyMeasurement {
-		c, err := d.PeekCode()
-		if err != nil || !msgpcode.IsString(c) {
-			return inputErr("%q must be a string", keyMeasurement)
-		}
-		if m.Name, err = d.DecodeString(); err != nil {
-			return inputErr("truncated %q", keyMeasurement)
-		}
-		return nil
-	}
-	return m.decodeColumns(d, budget)
-}
-
 func (m *Measurement) finish(seen map[string]bool) error {
 	if !seen[keyMeasurement] || m.Name == "" {
 		return inputErr("missing measurement name %q", keyMeasurement)
 	}
 	if !seen[keyColumns] {
-		return inputErr("measurement %q: missing %q", m.Name, keyColumns)
+		return inputErr("measurement %q: missing %q (or %q for a row)", m.Name, keyColumns, keyFields)
 	}
 	if m.Time == nil {
 		return inputErr("measurement %q: missing the %q column", m.Name, TimeColumn)
@@ -238,7 +449,7 @@ func (m *Measurement) finish(seen map[string]bool) error {
 	return nil
 }
 
-func (m *Measurement) decodeColumns(d *msgpack.Decoder, budget int) error {
+func (m *Measurement) decodeColumns(d *msgpack.Decoder, b *Budget) error {
 	c, err := d.PeekCode()
 	if err != nil || !isMap(c) {
 		return inputErr("%q must be a map of column name to values", keyColumns)
@@ -260,7 +471,7 @@ func (m *Measurement) decodeColumns(d *msgpack.Decoder, budget int) error {
 		if err := checkColumnName(name); err != nil {
 			return err
 		}
-		col, err := decodeColumn(d, name, budget)
+		col, err := decodeColumn(d, name, b)
 		if err != nil {
 			return err
 		}
@@ -270,7 +481,9 @@ func (m *Measurement) decodeColumns(d *msgpack.Decoder, budget int) error {
 			}
 			continue
 		}
-		m.Columns = append(m.Columns, col)
+		if m.Columns, err = push(b, m.Columns, col, 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -293,7 +506,7 @@ func checkColumnName(name string) error {
 	return nil
 }
 
-func decodeColumn(d *msgpack.Decoder, name string, budget int) (Column, error) {
+func decodeColumn(d *msgpack.Decoder, name string, b *Budget) (Column, error) {
 	c, err := d.PeekCode()
 	if err != nil || !isArray(c) {
 		return Column{}, inputErr("column %q must be an array", name)
@@ -302,208 +515,64 @@ func decodeColumn(d *msgpack.Decoder, name string, budget int) (Column, error) {
 	if err != nil || n < 0 {
 		return Column{}, inputErr("column %q: truncated", name)
 	}
-	col := Column{Name: name, rows: n}
-	// A length prefix is only a claim: reserve no more than the body could
-	// hold, one byte per value at least.
-	capHint := min(n, budget)
+	col, err := NewColumn(name, b)
+	if err != nil {
+		return Column{}, err
+	}
+	// A length prefix is only a claim: it caps how far a slice grows, it
+	// never sizes one, and every growth is charged to the budget first.
+	col.hint = n
 	for row := 0; row < n; row++ {
-		if err := col.add(d, row, capHint); err != nil {
+		if err := col.add(d); err != nil {
 			return Column{}, err
 		}
 	}
 	return col, nil
 }
 
-func (col *Column) add(d *msgpack.Decoder, row, capHint int) error {
+func (col *Column) add(d *msgpack.Decoder) error {
 	c, err := d.PeekCode()
 	if err != nil {
-		return inputErr("column %q: truncated at row %d", col.Name, row)
-	}
-	bad := func(what string) error {
-		return inputErr("column %q row %d: %s", col.Name, row, what)
+		return inputErr("column %q: truncated at row %d", col.Name, col.rows)
 	}
 	switch {
 	case c == msgpcode.Nil:
 		_ = d.Skip()
-		col.setNull(row, capHint)
-		return nil
+		return col.AppendNull()
 	case c == msgpcode.True || c == msgpcode.False:
 		v, err := d.DecodeBool()
 		if err != nil {
-			return bad("truncated")
+			return col.bad("truncated")
 		}
-		if err := col.want(KindBool, row, capHint); err != nil {
-			return err
-		}
-		col.Bools = append(col.Bools, v)
+		return col.AppendBool(v)
 	case msgpcode.IsFixedNum(c) || c >= msgpcode.Uint8 && c <= msgpcode.Int64:
 		if c == msgpcode.Uint64 {
 			u, err := d.DecodeUint64()
 			if err != nil {
-				return bad("truncated")
+				return col.bad("truncated")
 			}
 			if u > math.MaxInt64 {
-				return bad(fmt.Sprintf("%d does not fit a signed 64-bit integer", u))
+				return col.bad("%d does not fit a signed 64-bit integer", u)
 			}
-			return col.addInt(int64(u), row, capHint)
+			return col.AppendInt(int64(u))
 		}
 		v, err := d.DecodeInt64()
 		if err != nil {
-			return bad("truncated")
+			return col.bad("truncated")
 		}
-		return col.addInt(v, row, capHint)
+		return col.AppendInt(v)
 	case c == msgpcode.Float || c == msgpcode.Double:
 		v, err := d.DecodeFloat64()
 		if err != nil {
-			return bad("truncated")
+			return col.bad("truncated")
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return bad("NaN and infinities are not stored; send null for a missing value")
-		}
-		if col.Kind == KindInt {
-			col.promote()
-		}
-		if err := col.want(KindFloat, row, capHint); err != nil {
-			return err
-		}
-		col.Floats = append(col.Floats, v)
+		return col.AppendFloat(v)
 	case msgpcode.IsString(c):
 		v, err := d.DecodeString()
 		if err != nil {
-			return bad("truncated")
+			return col.bad("truncated")
 		}
-		if !utf8.ValidString(v) {
-			return bad("string is not valid UTF-8")
-		}
-		if err := col.want(KindString, row, capHint); err != nil {
-			return err
-		}
-		col.Strs = append(col.Strs, v)
-	default:
-		return bad(fmt.Sprintf("unsupported msgpack type 0x%02x (want int, float, string, bool or nil)", c))
+		return col.AppendString(v)
 	}
-	col.markValid()
-	return nil
-}
-
-func (col *Column) addInt(v int64, row, capHint int) error {
-	if col.Kind == KindFloat {
-		col.Floats = append(col.Floats, float64(v))
-		col.markValid()
-		return nil
-	}
-	if err := col.want(KindInt, row, capHint); err != nil {
-		return err
-	}
-	col.Ints = append(col.Ints, v)
-	col.markValid()
-	return nil
-}
-
-// want fixes the column's kind at its first non-null value, backfilling
-// zero values for the nulls before it.
-func (col *Column) want(k Kind, row, capHint int) error {
-	if col.Kind == k {
-		return nil
-	}
-	if col.Kind != KindNull {
-		return inputErr("column %q row %d: a %s among %s values; a column has one type", col.Name, row, k, col.Kind)
-	}
-	col.Kind = k
-	switch k {
-	case KindInt:
-		col.Ints = make([]int64, row, capHint)
-	case KindFloat:
-		col.Floats = make([]float64, row, capHint)
-	case KindString:
-		col.Strs = make([]string, row, capHint)
-	case KindBool:
-		col.Bools = make([]bool, row, capHint)
-	}
-	return nil
-}
-
-// promote turns an int column into a float one: JSON-minded clients send
-// 1 and 1.5 in the same column.
-func (col *Column) promote() {
-	col.Floats = make([]float64, len(col.Ints), cap(col.Ints))
-	for i, v := range col.Ints {
-		col.Floats[i] = float64(v)
-	}
-	col.Ints, col.Kind = nil, KindFloat
-}
-
-func (col *Column) setNull(row, capHint int) {
-	if col.Null == nil {
-		col.Null = make([]bool, row, capHint)
-	}
-	col.Null = append(col.Null, true)
-	switch col.Kind {
-	case KindInt:
-		col.Ints = append(col.Ints, 0)
-	case KindFloat:
-		col.Floats = append(col.Floats, 0)
-	case KindString:
-		col.Strs = append(col.Strs, "")
-	case KindBool:
-		col.Bools = append(col.Bools, false)
-	}
-}
-
-func (col *Column) markValid() {
-	if col.Null != nil {
-		col.Null = append(col.Null, false)
-	}
-}
-
-// Time units are told apart by magnitude, as Arc does: a timestamp of
-// today is about 1.7e9 in seconds, 1.7e12 in ms, 1.7e15 in µs, 1.7e18 in ns.
-func unitOf(maxAbs float64) int64 {
-	switch {
-	case maxAbs < 1e11:
-		return 1e9
-	case maxAbs < 1e14:
-		return 1e6
-	case maxAbs < 1e17:
-		return 1e3
-	}
-	return 1
-}
-
-func timeColumn(col Column) ([]int64, error) {
-	if col.Null != nil {
-		return nil, inputErr("column %q: null timestamps are not allowed", TimeColumn)
-	}
-	out := make([]int64, col.rows)
-	switch col.Kind {
-	case KindNull: // no rows
-	case KindInt:
-		var top float64
-		for _, v := range col.Ints {
-			top = max(top, math.Abs(float64(v)))
-		}
-		unit := unitOf(top)
-		for i, v := range col.Ints {
-			if v > math.MaxInt64/unit || v < math.MinInt64/unit {
-				return nil, inputErr("column %q row %d: %d is out of range", TimeColumn, i, v)
-			}
-			out[i] = v * unit
-		}
-	case KindFloat:
-		var top float64
-		for _, v := range col.Floats {
-			top = max(top, math.Abs(v))
-		}
-		unit := float64(unitOf(top))
-		for i, v := range col.Floats {
-			ns := v * unit
-			if ns > math.MaxInt64 || ns < math.MinInt64 {
-				return nil, inputErr("column %q row %d: %v is out of range", TimeColumn, i, v)
-			}
-			out[i] = int64(ns)
-		}
-	default:
-		return nil, inputErr("column %q must hold integer or float timestamps, not %s", TimeColumn, col.Kind)
-	}
-	return out, nil
+	return col.bad("unsupported msgpack type 0x%02x (want int, float, string, bool or nil)", c)
 }

@@ -2,6 +2,7 @@ package arcmsgpack
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"testing"
 
@@ -140,7 +141,19 @@ func TestDecodeRejects(t *testing.T) {
 		{"array element not a map", pack(t, []any{1}), "element 0 of the array is not a map"},
 		{"missing measurement", pack(t, map[string]any{"columns": map[string]any{"time": []int64{nowMs}}}), `missing measurement name "m"`},
 		{"missing time", pack(t, obj("cpu", map[string]any{"v": []int{1}})), `measurement "cpu": missing the "time" column`},
-		{"unknown key", pack(t, map[string]any{"m": "cpu", "columns": map[string]any{}, "tags": 1}), `unknown key "tags"`},
+		{"unknown key", pack(t, map[string]any{"m": "cpu", "columns": map[string]any{}, "colums": 1}), `unknown key "colums"`},
+		{"columns mixed with fields", pack(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{nowMs}}, "fields": map[string]any{"v": 1}}), `"columns" (columnar) cannot be mixed`},
+		{"row without fields", pack(t, map[string]any{"m": "cpu", "t": nowMs, "tags": map[string]any{"h": "a"}}), `a row needs at least one field`},
+		{"row without name", pack(t, map[string]any{"t": nowMs, "fields": map[string]any{"v": 1}}), `missing measurement name`},
+		{"row string time", pack(t, map[string]any{"m": "cpu", "t": "now", "fields": map[string]any{"v": 1}}), `"t" must be an integer or float`},
+		{"row field named time", pack(t, map[string]any{"m": "cpu", "t": nowMs, "fields": map[string]any{"time": 1}}), `"time" is the timestamp's column`},
+		{"row type clash", pack(t, []any{
+			map[string]any{"m": "cpu", "t": nowMs, "fields": map[string]any{"v": 1}},
+			map[string]any{"m": "cpu", "t": nowMs, "fields": map[string]any{"v": "x"}},
+		}), `element 1: measurement "cpu": column "v" row 1: a string among int values`},
+		{"row fields not a map", pack(t, map[string]any{"m": "cpu", "fields": []int{1}}), `"fields" must be a map`},
+		{"row nested field", pack(t, map[string]any{"m": "cpu", "fields": map[string]any{"v": []int{1}}}), `fields "v": unsupported msgpack type`},
+		{"batch inside batch", pack(t, map[string]any{"batch": []any{map[string]any{"batch": []any{}}}}), `only allowed at the top level`},
 		{"batch mixed with m", pack(t, map[string]any{"m": "cpu", "batch": []any{}}), `"batch" cannot be mixed`},
 		{"column lengths differ", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs, nowMs}, "v": []int{1}})),
 			`column "v" has 1 values, "time" has 2`},
@@ -191,10 +204,21 @@ func FuzzDecode(f *testing.F) {
 	f.Add(pack(f, []any{obj("a", map[string]any{"time": []int64{1}}), obj("b", map[string]any{"time": []float64{1.5}})}))
 	f.Add(pack(f, map[string]any{"batch": []any{obj("a", map[string]any{"time": []int64{nowMs}})}}))
 	mem := memory.NewGoAllocator()
+	f.Add(pack(f, []any{row("cpu", nowMs, map[string]any{"v": 1, "s": "x"}, map[string]any{"h": "a"}), row("cpu", nil, map[string]any{"v": 2.5}, nil)}))
+	f.Add(claimsMore(3))
+	f.Add(tinyRows(3))
+	const limit = 1 << 20
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ms, err := Decode(body)
+		var ms []Measurement
+		var err error
+		// The memory guard: whatever the body, decoding it allocates no
+		// more than its budget allows, plus the decoder's own small change.
+		got := allocated(func() { ms, err = DecodeWithin(body, NewBudget(limit)) })
+		require.LessOrEqual(t, got, int64(limit+8*len(body)+64<<10), "a %d-byte body allocated %d bytes", len(body), got)
 		if err != nil {
-			require.ErrorIs(t, err, ErrInput)
+			if !errors.Is(err, ErrTooLarge) {
+				require.ErrorIs(t, err, ErrInput)
+			}
 			return
 		}
 		for _, m := range ms {

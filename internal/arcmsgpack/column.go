@@ -1,0 +1,383 @@
+package arcmsgpack
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// DefaultMaxBytes is the default Budget of one request: what its decoded
+// columns may take in memory.
+const DefaultMaxBytes = 64 << 20
+
+// ErrTooLarge marks a request whose decoded columns would take more memory
+// than its Budget allows: the client's fault, answered with 413.
+var ErrTooLarge = errors.New("request too large")
+
+// Per-object charges: a column's and a measurement's own structures and
+// map entries, so that many tiny columns cannot hide behind a small body.
+const (
+	columnCost      = int64(unsafe.Sizeof(Column{})) + 64
+	measurementCost = int64(unsafe.Sizeof(Measurement{})) + 64
+	stringCost      = int64(unsafe.Sizeof(""))
+)
+
+// Budget bounds the memory one request's decoded columns take. Every slice
+// the decoder grows is charged here before it is allocated, so a length
+// prefix that claims billions of values, or a small body of one-byte values
+// that widen to eight, is refused before it costs memory. What the budget
+// counts is also what the Arrow record built from the columns takes, give
+// or take the string headers, so a request's peak heap is a small multiple
+// of it (columns, then the record and its IPC copy). It is not safe for
+// concurrent use: one request, one budget.
+type Budget struct {
+	limit, used int64
+}
+
+// NewBudget returns a budget of limit bytes; DefaultMaxBytes if limit <= 0.
+func NewBudget(limit int64) *Budget {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	return &Budget{limit: limit}
+}
+
+// Used is what has been charged so far.
+func (b *Budget) Used() int64 { return b.used }
+
+// Limit is the budget's size.
+func (b *Budget) Limit() int64 { return b.limit }
+
+func (b *Budget) take(n int64) error {
+	if n > b.limit-b.used {
+		return fmt.Errorf("%w: its decoded columns take more than %d bytes of memory", ErrTooLarge, b.limit)
+	}
+	b.used += n
+	return nil
+}
+
+// grow makes room for one more value, charging the new array before it is
+// allocated. hint is the number of values the column says it holds (0 when
+// unknown): it sizes the array at once when the budget can afford all of
+// it, so an honest column is allocated exactly once; otherwise capacity
+// doubles, and a lying prefix costs no more than the values really sent.
+// The whole new array is charged, the one it replaces included, so the
+// budget bounds what a request allocates, garbage and all.
+func grow[T any](b *Budget, s []T, hint int) ([]T, error) {
+	if len(s) < cap(s) {
+		return s, nil
+	}
+	var zero T
+	size := int64(unsafe.Sizeof(zero))
+	n := max(2*cap(s), 8)
+	if hint > len(s) && int64(hint)*size <= b.limit-b.used {
+		n = hint
+	} else if hint > len(s) {
+		n = min(n, hint)
+	}
+	if err := b.take(int64(n) * size); err != nil {
+		return s, err
+	}
+	out := make([]T, len(s), n)
+	copy(out, s)
+	return out, nil
+}
+
+func push[T any](b *Budget, s []T, v T, hint int) ([]T, error) {
+	s, err := grow(b, s, hint)
+	if err != nil {
+		return s, err
+	}
+	return append(s, v), nil
+}
+
+// extend appends n zero values, charged before they are allocated.
+func extend[T any](b *Budget, s []T, n, hint int) ([]T, error) {
+	if n == 0 {
+		return s, nil
+	}
+	if len(s)+n > cap(s) {
+		var zero T
+		size := int64(unsafe.Sizeof(zero))
+		want := len(s) + n
+		if hint > want && int64(hint)*size <= b.limit-b.used {
+			want = hint
+		}
+		if err := b.take(int64(want) * size); err != nil {
+			return s, err
+		}
+		out := make([]T, len(s), want)
+		copy(out, s)
+		s = out
+	}
+	s = s[:len(s)+n]
+	clear(s[len(s)-n:])
+	return s, nil
+}
+
+// Kind is a column's value type.
+type Kind int
+
+// Kinds.
+const (
+	KindNull Kind = iota // no non-null value seen yet
+	KindInt
+	KindFloat
+	KindString
+	KindBool
+)
+
+func (k Kind) String() string {
+	return [...]string{"null", "int", "float", "string", "bool"}[k]
+}
+
+// Column is one decoded column. Exactly one of the value slices is used,
+// per Kind; Null marks null rows (nil when there are none).
+type Column struct {
+	Name   string
+	Kind   Kind
+	Ints   []int64
+	Floats []float64
+	Strs   []string
+	Bools  []bool
+	Null   []bool
+	rows   int
+	hint   int // rows the payload announced, 0 when unknown
+	budget *Budget
+}
+
+// NewColumn starts an empty column whose appends are charged to b.
+func NewColumn(name string, b *Budget) (Column, error) {
+	if err := b.take(columnCost + int64(len(name))); err != nil {
+		return Column{}, err
+	}
+	return Column{Name: name, budget: b}, nil
+}
+
+// Rows is the number of values appended so far, nulls included.
+func (col *Column) Rows() int { return col.rows }
+
+func (col *Column) bad(format string, args ...any) error {
+	return inputErr("column %q row %d: %s", col.Name, col.rows, fmt.Sprintf(format, args...))
+}
+
+// AppendNull appends a null.
+func (col *Column) AppendNull() error {
+	var err error
+	if col.Null == nil {
+		col.Null, err = extend(col.budget, col.Null, col.rows, col.hint)
+		if err != nil {
+			return err
+		}
+	}
+	if col.Null, err = push(col.budget, col.Null, true, col.hint); err != nil {
+		return err
+	}
+	switch col.Kind {
+	case KindInt:
+		col.Ints, err = push(col.budget, col.Ints, 0, col.hint)
+	case KindFloat:
+		col.Floats, err = push(col.budget, col.Floats, 0, col.hint)
+	case KindString:
+		col.Strs, err = push(col.budget, col.Strs, "", col.hint)
+	case KindBool:
+		col.Bools, err = push(col.budget, col.Bools, false, col.hint)
+	}
+	if err != nil {
+		return err
+	}
+	col.rows++
+	return nil
+}
+
+// AppendInt appends an integer; in a float column it becomes a float.
+func (col *Column) AppendInt(v int64) error {
+	if col.Kind == KindFloat {
+		return col.AppendFloat(float64(v))
+	}
+	if err := col.want(KindInt); err != nil {
+		return err
+	}
+	var err error
+	if col.Ints, err = push(col.budget, col.Ints, v, col.hint); err != nil {
+		return err
+	}
+	return col.valid()
+}
+
+// AppendFloat appends a float; an integer column before it becomes a float
+// column (JSON-minded clients send 1 and 1.5 in the same column).
+func (col *Column) AppendFloat(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return col.bad("NaN and infinities are not stored; send null for a missing value")
+	}
+	if col.Kind == KindInt {
+		if err := col.promote(); err != nil {
+			return err
+		}
+	}
+	if err := col.want(KindFloat); err != nil {
+		return err
+	}
+	var err error
+	if col.Floats, err = push(col.budget, col.Floats, v, col.hint); err != nil {
+		return err
+	}
+	return col.valid()
+}
+
+// AppendString appends a string, which must be valid UTF-8.
+func (col *Column) AppendString(v string) error {
+	if !utf8.ValidString(v) {
+		return col.bad("string is not valid UTF-8")
+	}
+	if err := col.want(KindString); err != nil {
+		return err
+	}
+	if err := col.budget.take(int64(len(v))); err != nil {
+		return err
+	}
+	var err error
+	if col.Strs, err = push(col.budget, col.Strs, v, col.hint); err != nil {
+		return err
+	}
+	return col.valid()
+}
+
+// AppendBool appends a boolean.
+func (col *Column) AppendBool(v bool) error {
+	if err := col.want(KindBool); err != nil {
+		return err
+	}
+	var err error
+	if col.Bools, err = push(col.budget, col.Bools, v, col.hint); err != nil {
+		return err
+	}
+	return col.valid()
+}
+
+func (col *Column) valid() error {
+	if col.Null != nil {
+		var err error
+		if col.Null, err = push(col.budget, col.Null, false, col.hint); err != nil {
+			return err
+		}
+	}
+	col.rows++
+	return nil
+}
+
+// want fixes the column's kind at its first non-null value, backfilling
+// zero values for the nulls before it.
+func (col *Column) want(k Kind) error {
+	if col.Kind == k {
+		return nil
+	}
+	if col.Kind != KindNull {
+		return col.bad("a %s among %s values; a column has one type", k, col.Kind)
+	}
+	col.Kind = k
+	var err error
+	switch k {
+	case KindInt:
+		col.Ints, err = extend(col.budget, col.Ints, col.rows, col.hint)
+	case KindFloat:
+		col.Floats, err = extend(col.budget, col.Floats, col.rows, col.hint)
+	case KindString:
+		col.Strs, err = extend(col.budget, col.Strs, col.rows, col.hint)
+	case KindBool:
+		col.Bools, err = extend(col.budget, col.Bools, col.rows, col.hint)
+	}
+	return err
+}
+
+// promote turns an int column into a float one.
+func (col *Column) promote() error {
+	if err := col.budget.take(int64(cap(col.Ints)) * 8); err != nil {
+		return err
+	}
+	col.Floats = make([]float64, len(col.Ints), cap(col.Ints))
+	for i, v := range col.Ints {
+		col.Floats[i] = float64(v)
+	}
+	col.Ints, col.Kind = nil, KindFloat
+	return nil
+}
+
+// Time units are told apart by magnitude, as Arc does: a timestamp of
+// today is about 1.7e9 in seconds, 1.7e12 in ms, 1.7e15 in µs, 1.7e18 in ns.
+func unitOf(maxAbs float64) int64 {
+	switch {
+	case maxAbs < 1e11:
+		return 1e9
+	case maxAbs < 1e14:
+		return 1e6
+	case maxAbs < 1e17:
+		return 1e3
+	}
+	return 1
+}
+
+// intTime scales an integer timestamp of the given unit to nanoseconds.
+func intTime(v, unit int64) (int64, bool) {
+	if v > math.MaxInt64/unit || v < math.MinInt64/unit {
+		return 0, false
+	}
+	return v * unit, true
+}
+
+// floatTime scales a float timestamp of the given unit to nanoseconds.
+func floatTime(v float64, unit int64) (int64, bool) {
+	ns := v * float64(unit)
+	if math.IsNaN(ns) || ns >= math.MaxInt64 || ns < math.MinInt64 {
+		return 0, false
+	}
+	return int64(ns), true
+}
+
+// timeColumn turns a decoded time column into nanoseconds, in place for
+// integers: the values are not copied again.
+func timeColumn(col Column) ([]int64, error) {
+	if col.Null != nil {
+		return nil, inputErr("column %q: null timestamps are not allowed", TimeColumn)
+	}
+	switch col.Kind {
+	case KindNull: // no rows
+		return []int64{}, nil
+	case KindInt:
+		var top float64
+		for _, v := range col.Ints {
+			top = max(top, math.Abs(float64(v)))
+		}
+		unit := unitOf(top)
+		for i, v := range col.Ints {
+			ns, ok := intTime(v, unit)
+			if !ok {
+				return nil, inputErr("column %q row %d: %d is out of range", TimeColumn, i, v)
+			}
+			col.Ints[i] = ns
+		}
+		return col.Ints, nil
+	case KindFloat:
+		var top float64
+		for _, v := range col.Floats {
+			top = max(top, math.Abs(v))
+		}
+		unit := unitOf(top)
+		if err := col.budget.take(int64(len(col.Floats)) * 8); err != nil {
+			return nil, err
+		}
+		out := make([]int64, len(col.Floats))
+		for i, v := range col.Floats {
+			ns, ok := floatTime(v, unit)
+			if !ok {
+				return nil, inputErr("column %q row %d: %v is out of range", TimeColumn, i, v)
+			}
+			out[i] = ns
+		}
+		return out, nil
+	}
+	return nil, inputErr("column %q must hold integer or float timestamps, not %s", TimeColumn, col.Kind)
+}

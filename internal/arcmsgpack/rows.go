@@ -1,0 +1,143 @@
+package arcmsgpack
+
+import "fmt"
+
+// Rows gathers row-shaped writes (Arc's MessagePack row format, line
+// protocol) into the same columns the columnar format decodes to, one
+// Measurement per measurement name, as Arc stores them: each tag becomes a
+// string column, each field a column of its type, and a field named like a
+// tag of the same measurement becomes "<name>_value". A column missing from
+// a row is null there.
+type Rows struct {
+	budget *Budget
+	tables []*rowTable
+	byName map[string]*rowTable
+	cur    *rowTable
+}
+
+type rowTable struct {
+	m    Measurement
+	cols map[string]int // index into m.Columns
+	tags map[string]bool
+}
+
+// TagFieldSuffix is appended to a field named like one of its
+// measurement's tags, as Arc does.
+const TagFieldSuffix = "_value"
+
+// NewRows starts an empty set whose columns are charged to b.
+func NewRows(b *Budget) *Rows {
+	return &Rows{budget: b, byName: map[string]*rowTable{}}
+}
+
+// Begin starts a row of measurement name at ns nanoseconds since the epoch;
+// Tag and Field add to it and End closes it.
+func (r *Rows) Begin(name string, ns int64) error {
+	t := r.byName[name]
+	if t == nil {
+		if err := r.budget.take(measurementCost + int64(len(name))); err != nil {
+			return err
+		}
+		t = &rowTable{m: Measurement{Name: name}, cols: map[string]int{}, tags: map[string]bool{}}
+		r.byName[name] = t
+		r.tables = append(r.tables, t)
+	}
+	var err error
+	if t.m.Time, err = push(r.budget, t.m.Time, ns, 0); err != nil {
+		return err
+	}
+	r.cur = t
+	return nil
+}
+
+// column returns the current row's column name, creating it (null in every
+// earlier row) when it is new. It refuses a name set twice in one row.
+func (r *Rows) column(name string) (*Column, error) {
+	t := r.cur
+	row := len(t.m.Time) - 1
+	i, ok := t.cols[name]
+	if !ok {
+		if name == TimeColumn {
+			return nil, inputErr("measurement %q: %q is the timestamp's column; a tag or field cannot take it", t.m.Name, TimeColumn)
+		}
+		if err := checkColumnName(name); err != nil {
+			return nil, err
+		}
+		col, err := NewColumn(name, r.budget)
+		if err != nil {
+			return nil, err
+		}
+		for range row {
+			if err := col.AppendNull(); err != nil {
+				return nil, err
+			}
+		}
+		t.m.Columns = append(t.m.Columns, col)
+		i = len(t.m.Columns) - 1
+		t.cols[name] = i
+	}
+	col := &t.m.Columns[i]
+	if col.rows > row {
+		return nil, inputErr("measurement %q: %q appears twice in one row", t.m.Name, name)
+	}
+	return col, nil
+}
+
+// Tag sets a tag of the current row.
+func (r *Rows) Tag(key, value string) error {
+	col, err := r.column(key)
+	if err != nil {
+		return err
+	}
+	r.cur.tags[key] = true
+	return col.AppendString(value)
+}
+
+// Field returns the column a field of the current row goes to, for the
+// caller to append its value with the Column's Append methods; a field
+// named like a tag is renamed "<key>_value".
+func (r *Rows) Field(key string) (*Column, error) {
+	if r.cur.tags[key] {
+		key += TagFieldSuffix
+	}
+	return r.column(key)
+}
+
+// End closes the current row: columns it did not set are null in it.
+func (r *Rows) End() error {
+	t := r.cur
+	rows := len(t.m.Time)
+	for i := range t.m.Columns {
+		if c := &t.m.Columns[i]; c.rows < rows {
+			if err := c.AppendNull(); err != nil {
+				return err
+			}
+		}
+	}
+	r.cur = nil
+	return nil
+}
+
+// Measurements returns what was gathered, in the order the measurements
+// first appeared.
+func (r *Rows) Measurements() []Measurement {
+	out := make([]Measurement, 0, len(r.tables))
+	for _, t := range r.tables {
+		out = append(out, t.m)
+	}
+	return out
+}
+
+// Len is the number of rows gathered.
+func (r *Rows) Len() int {
+	n := 0
+	for _, t := range r.tables {
+		n += len(t.m.Time)
+	}
+	return n
+}
+
+// String names the set for debugging.
+func (r *Rows) String() string {
+	return fmt.Sprintf("%d measurements, %d rows", len(r.tables), r.Len())
+}

@@ -1,0 +1,275 @@
+package lineproto
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+)
+
+// ErrInput marks an error in the request body, the client's fault: the
+// same sentinel as the MessagePack decoder's, so callers answer both alike.
+var ErrInput = arcmsgpack.ErrInput
+
+// Error is a body error with the one-based line it is on.
+type Error struct {
+	Line int64
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Unwrap makes every Error an ErrInput.
+func (e *Error) Unwrap() error { return ErrInput }
+
+// Precision is a timestamp unit, in nanoseconds.
+type Precision int64
+
+// ParsePrecision reads a precision parameter as InfluxDB 1.x and 2.x spell
+// it: ns/n (the default, also for ""), us/u/µ, ms, s, and with hours true
+// (1.x only) m and h.
+func ParsePrecision(s string, hours bool) (Precision, error) {
+	switch s {
+	case "", "ns", "n":
+		return 1, nil
+	case "us", "u", "µ":
+		return 1e3, nil
+	case "ms":
+		return 1e6, nil
+	case "s":
+		return 1e9, nil
+	}
+	if hours {
+		switch s {
+		case "m":
+			return 60e9, nil
+		case "h":
+			return 3600e9, nil
+		}
+		return 0, fmt.Errorf("invalid precision %q: want ns, n, us, u, ms, s, m or h", s)
+	}
+	return 0, fmt.Errorf("invalid precision %q: want ns, us, ms or s", s)
+}
+
+// Decode reads a whole line-protocol body. A line without a timestamp is
+// stamped now (nanoseconds since the epoch). Every column is charged to b;
+// past it Decode stops with arcmsgpack.ErrTooLarge. Any bad line fails the
+// whole body: a write is stored whole or not at all.
+func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget) ([]arcmsgpack.Measurement, error) {
+	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now}
+	if err := d.all(); err != nil {
+		return nil, err
+	}
+	if d.rows.Len() == 0 {
+		return nil, fmt.Errorf("%w: the body holds no line", ErrInput)
+	}
+	return d.rows.Measurements(), nil
+}
+
+type fieldKey struct{ measurement, field string }
+
+// kindSeen is a field's type in this request and where it was first seen:
+// InfluxDB refuses a field that changes type, and so do we, within a
+// request (across requests the table's schema decides).
+type kindSeen struct {
+	kind lineprotocol.ValueKind
+	line int64
+}
+
+type decoder struct {
+	body  []byte
+	rows  *arcmsgpack.Rows
+	kinds map[fieldKey]kindSeen
+	prec  Precision
+	now   int64
+	// line is the current entry's line; counted, offset the position it
+	// was counted to.
+	line, counted int64
+	offset        int
+}
+
+func (d *decoder) fail(format string, args ...any) error {
+	return &Error{Line: d.line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// syntax turns the parser's error into ours, keeping its line.
+func (d *decoder) syntax(err error) error {
+	var de *lineprotocol.DecodeError
+	if errors.As(err, &de) {
+		return &Error{Line: de.Line, Msg: de.Err.Error()}
+	}
+	return d.fail("%v", err)
+}
+
+// locate sets the line of the entry whose measurement name is name: the
+// parser does not tell the line of a well-formed entry, but a name without
+// escapes is a slice of the body, so its offset gives the line. An escaped
+// name is a copy; then the entry is taken to be on the line after the last.
+func (d *decoder) locate(name []byte) {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(d.body)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(name)))
+	if len(name) == 0 || p < base || p >= base+uintptr(len(d.body)) {
+		d.line++
+		return
+	}
+	off := int(p - base)
+	if off >= d.offset {
+		d.counted += int64(bytes.Count(d.body[d.offset:off], []byte{'\n'}))
+		d.offset = off
+	}
+	d.line = d.counted + 1
+}
+
+func (d *decoder) all() error {
+	dec := lineprotocol.NewDecoderWithBytes(d.body)
+	for dec.Next() {
+		name, err := dec.Measurement()
+		if err != nil {
+			return d.syntax(err)
+		}
+		d.locate(name)
+		if err := d.entry(dec, string(name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldValue is a field read before the row's time is known: tags and
+// fields come before the timestamp on a line.
+type fieldValue struct {
+	key string
+	val lineprotocol.Value
+}
+
+func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
+	var tags [][2]string
+	for {
+		k, v, err := dec.NextTag()
+		if err != nil {
+			return d.syntax(err)
+		}
+		if k == nil {
+			break
+		}
+		tags = append(tags, [2]string{string(k), string(v)})
+	}
+	var fields []fieldValue
+	for {
+		k, v, err := dec.NextField()
+		if err != nil {
+			return d.syntax(err)
+		}
+		if k == nil {
+			break
+		}
+		fields = append(fields, fieldValue{string(k), v})
+	}
+	ts, err := dec.TimeBytes()
+	if err != nil {
+		return d.syntax(err)
+	}
+	ns := d.now
+	if ts != nil {
+		v, err := strconv.ParseInt(string(ts), 10, 64)
+		if err != nil || v > math.MaxInt64/int64(d.prec) || v < math.MinInt64/int64(d.prec) {
+			return d.fail("invalid timestamp %q: out of range for precision %s", ts, precisionName(d.prec))
+		}
+		ns = v * int64(d.prec)
+	}
+	if err := d.rows.Begin(name, ns); err != nil {
+		return d.wrap(err)
+	}
+	for _, t := range tags {
+		if err := d.rows.Tag(t[0], t[1]); err != nil {
+			return d.wrap(err)
+		}
+	}
+	for _, f := range fields {
+		if err := d.field(name, f); err != nil {
+			return err
+		}
+	}
+	return d.wrap(d.rows.End())
+}
+
+func (d *decoder) field(measurement string, f fieldValue) error {
+	k := fieldKey{measurement, f.key}
+	kind := f.val.Kind()
+	if seen, ok := d.kinds[k]; !ok {
+		d.kinds[k] = kindSeen{kind: kind, line: d.line}
+	} else if seen.kind != kind {
+		return d.fail("field type conflict: input field %q on measurement %q is type %s, already exists as type %s (line %d)",
+			f.key, measurement, kindName(kind), kindName(seen.kind), seen.line)
+	}
+	col, err := d.rows.Field(f.key)
+	if err != nil {
+		return d.wrap(err)
+	}
+	switch kind {
+	case lineprotocol.Int:
+		err = col.AppendInt(f.val.IntV())
+	case lineprotocol.Uint:
+		u := f.val.UintV()
+		if u > math.MaxInt64 {
+			return d.fail("field %q: unsigned value %d does not fit a signed 64-bit integer, the type it is stored as", f.key, u)
+		}
+		err = col.AppendInt(int64(u))
+	case lineprotocol.Float:
+		err = col.AppendFloat(f.val.FloatV())
+	case lineprotocol.String:
+		err = col.AppendString(f.val.StringV())
+	case lineprotocol.Bool:
+		err = col.AppendBool(f.val.BoolV())
+	}
+	return d.wrap(err)
+}
+
+// wrap puts the line in front of a column error; a budget overrun stays
+// itself (the request, not a line, is too large).
+func (d *decoder) wrap(err error) error {
+	if err == nil || !errors.Is(err, ErrInput) {
+		return err
+	}
+	msg := err.Error()
+	if p := ErrInput.Error() + ": "; len(msg) > len(p) && msg[:len(p)] == p {
+		msg = msg[len(p):]
+	}
+	return d.fail("%s", msg)
+}
+
+// kindName names a field type as InfluxDB's conflict message does.
+func kindName(k lineprotocol.ValueKind) string {
+	switch k {
+	case lineprotocol.Int:
+		return "integer"
+	case lineprotocol.Uint:
+		return "unsigned"
+	case lineprotocol.Bool:
+		return "boolean"
+	}
+	return k.String()
+}
+
+// time names a precision for messages.
+func precisionName(p Precision) string {
+	switch p {
+	case 1:
+		return "ns"
+	case 1e3:
+		return "us"
+	case 1e6:
+		return "ms"
+	case 1e9:
+		return "s"
+	case 60e9:
+		return "m"
+	}
+	return "h"
+}
