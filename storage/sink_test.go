@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -474,5 +475,67 @@ func TestBatchIDsAreSavedBeforeTheirSegmentGoes(t *testing.T) {
 			assert.Positive(t, fsys.checked, "segments with batches were removed")
 			assert.Zero(t, fsys.missing, "no segment left before its batch ids were saved")
 		})
+	}
+}
+
+// emptyWALProbe appends, from inside the WAL directory's fsync that
+// follows a trim, once the WAL directory holds no bytes: what a client
+// sending right after a sink caught up does.
+type emptyWALProbe struct {
+	OSFS
+	armed atomic.Bool
+	try   func() error
+	err   chan error
+}
+
+func (f *emptyWALProbe) SyncDir(name string) error {
+	if filepath.Base(name) == walDirName && f.armed.Load() {
+		var size int64
+		entries, _ := os.ReadDir(name)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), segmentExt) {
+				size += info.Size()
+			}
+		}
+		if size == 0 && f.armed.CompareAndSwap(true, false) {
+			f.err <- f.try()
+		}
+	}
+	return f.OSFS.SyncDir(name)
+}
+
+// TestWALRoomIsThereOnceItsSegmentsAreGone is the deterministic form of a
+// flake of TestSinkOutageHoldsTheWALThenCatchesUp: right after the sink
+// caught up and the WAL emptied, a write was refused because "the wal
+// holds N bytes": the bytes were counted out only after the directory's
+// fsync that follows the removal.
+func TestWALRoomIsThereOnceItsSegmentsAreGone(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	fsys := &emptyWALProbe{err: make(chan error, 1)}
+	s := openWithSink(t, dir, fsys, sink, Options{MaxWALBytes: 64 << 10})
+	defer s.Close()
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		rec, payload := logBatch(t, fmt.Sprintf("fill%d", i), t0)
+		err = s.Append(context.Background(), NoDedup, "default", logsTable(t), payload, rec)
+		rec.Release()
+	}
+	require.ErrorIs(t, err, ErrBackpressure)
+	rec, payload := logBatch(t, "after", t0)
+	defer rec.Release()
+	fsys.try = func() error {
+		return s.Append(context.Background(), NoDedup, "default", logsTable(t), payload, rec)
+	}
+	require.NoError(t, s.Flush())
+	fsys.armed.Store(true)
+	sink.setErr(nil)
+	s.wakeSinks()
+	select {
+	case err := <-fsys.err:
+		assert.NoError(t, err, "the WAL is empty on disk: a write fits")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sink never emptied the WAL")
 	}
 }

@@ -41,10 +41,10 @@ type Options struct {
 	DedupWindow time.Duration
 	// Clock is what the dedup window counts running time on; nil is
 	// time.Now (tests move it).
-	Clock func() time.Time
-	Logger      *slog.Logger
-	FS          FS
-	Allocator   memory.Allocator
+	Clock     func() time.Time
+	Logger    *slog.Logger
+	FS        FS
+	Allocator memory.Allocator
 	// Observer sees commits and flushes (metrics); nil sees nothing.
 	Observer Observer
 	// CompactInterval runs retention and then compaction of partitions
@@ -109,7 +109,7 @@ type Store struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
-	gen      *generation // owned by the committer goroutine
+	gen      *generation  // owned by the committer goroutine
 	group    []*appendReq // heads of requests
 	scratch  []byte
 	ends     []int
@@ -128,8 +128,8 @@ type Store struct {
 
 	sinks         []*sinkRunner
 	sidecarID     string
-	parquetDone   atomic.Uint64 // last WAL segment whose rows are in Parquet
-	closedThrough atomic.Uint64 // last WAL segment that takes no more writes
+	parquetDone   atomic.Uint64     // last WAL segment whose rows are in Parquet
+	closedThrough atomic.Uint64     // last WAL segment that takes no more writes
 	held          map[string]uint64 // cursors of consumers this start does not run
 	trimMu        sync.Mutex
 	trimmed       uint64 // segments through this one are gone; under trimMu

@@ -154,7 +154,8 @@ type WAL struct {
 	header  [HeaderSize]byte
 	err     error // set once the WAL is poisoned
 
-	bytes    atomic.Int64 // committed bytes of every segment on disk
+	bytes    atomic.Int64  // committed bytes of every segment on disk
+	open     atomic.Uint64 // seq, for RemoveThrough on other goroutines
 	poisoned atomic.Bool
 	removeMu sync.Mutex
 }
@@ -217,6 +218,7 @@ func (w *WAL) openSegment(seq uint64) error {
 		return fmt.Errorf("sync wal dir: %w", err)
 	}
 	w.seq, w.f, w.size, w.durable = seq, f, 0, 0
+	w.open.Store(seq)
 	if w.w == nil {
 		w.w = bufio.NewWriterSize(f, w.opts.BufferSize)
 	} else {
@@ -321,7 +323,7 @@ func (w *WAL) RemoveThrough(seq uint64) error {
 	removed := false
 	for _, e := range entries {
 		s, ok := SegmentSeq(e.Name())
-		if !ok || s > seq || s >= w.seq {
+		if !ok || s > seq || s >= w.open.Load() {
 			continue
 		}
 		var size int64
