@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -256,6 +257,52 @@ func TestSinkRejectionSkipsTheRowsForThatSinkOnly(t *testing.T) {
 	assert.Empty(t, sink.messages())
 	assert.Len(t, messages(t, dir)["date=2026-11-22/hour=9"], 1, "Parquet keeps them")
 	assert.Zero(t, walSize(t, s), "a refusal does not hold the WAL forever")
+}
+
+// TestRejectedRowsWithoutParquetGoToDeadLetter: with Parquet off the sink
+// is the only storage, so rows it refuses for good must not vanish with
+// their WAL segment: they are kept, counted, in the dead-letter directory.
+func TestRejectedRowsWithoutParquetGoToDeadLetter(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("%w: column type changed", ErrRejected))
+	obs := &recorder{}
+	s := openWithSink(t, dir, nil, sink, Options{NoParquet: true, Observer: obs})
+	appendBatch(t, s, "a", t0, t0.Add(time.Second))
+	require.NoError(t, s.Flush())
+	waitCaughtUp(t, s)
+	require.NoError(t, s.Close())
+	assert.Zero(t, walSize(t, s), "the refusal does not hold the WAL")
+
+	files, err := filepath.Glob(filepath.Join(dir, systemDirName, deadLetterDirName, "fake", "*"+deadLetterExt))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.Open(files[0])
+	require.NoError(t, err)
+	defer f.Close()
+	rd, err := ipc.NewReader(f)
+	require.NoError(t, err)
+	defer rd.Release()
+	var msgs []string
+	for rd.Next() {
+		col := rd.RecordBatch().Column(rd.RecordBatch().Schema().FieldIndices("message")[0]).(*array.String)
+		for i := range col.Len() {
+			msgs = append(msgs, col.Value(i))
+		}
+	}
+	require.NoError(t, rd.Err())
+	assert.Equal(t, []string{"a-0", "a-1"}, msgs, "every refused row is in the file")
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var counted int64
+	for _, w := range obs.sinks {
+		if w.DeadLetter != "" {
+			counted += w.Rows
+			assert.Equal(t, files[0], w.DeadLetter)
+		}
+	}
+	assert.EqualValues(t, 2, counted, "the observer (arcstore_sink_dead_letter_rows_total) counts them")
 }
 
 func uniq(in []string) map[string]bool {
