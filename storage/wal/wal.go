@@ -237,6 +237,10 @@ func (w *WAL) Write(parts ...[]byte) int64 {
 		n += len(p)
 		crc = crc32.Update(crc, castagnoli, p)
 	}
+	if w.err != nil {
+		// Nothing more goes behind a record that may be torn.
+		return int64(HeaderSize + n)
+	}
 	binary.LittleEndian.PutUint32(w.header[0:4], uint32(n))
 	binary.LittleEndian.PutUint32(w.header[4:8], crc)
 	// A failed write leaves the buffered writer in error; Commit reports
@@ -269,6 +273,12 @@ func (w *WAL) Commit() error {
 	w.w.Reset(w.f)
 	if terr := w.f.Truncate(w.durable); terr != nil {
 		return w.poison(fmt.Errorf("wal commit: %w; cut back after failure: %w", err, terr))
+	}
+	// The cut must be durable before anything is written after it: a
+	// segment closed by the next rotation must not come back from a crash
+	// with the torn record still in it (only the last may end in one).
+	if serr := w.f.Sync(); serr != nil {
+		return w.poison(fmt.Errorf("wal commit: %w; sync after cutting back: %w", err, serr))
 	}
 	if _, serr := w.f.Seek(w.durable, io.SeekStart); serr != nil {
 		return w.poison(fmt.Errorf("wal commit: %w; seek after failure: %w", err, serr))
