@@ -83,6 +83,9 @@ const (
 	DefaultMaxWALBytes    = 4 << 30
 	defaultSinkDrain      = 10 * time.Second
 	maxGroup              = 256
+	// maxBatchHeader bounds what a batch adds to its record besides its
+	// IPC stream (names of at most 64 bytes, ID, lengths).
+	maxBatchHeader = 256
 )
 
 // Errors Append returns that a client should retry.
@@ -429,6 +432,10 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	var size int64
 	for _, b := range batches {
 		size += int64(len(b.IPC))
+	}
+	if size > wal.MaxRecordSize-int64(len(batches))*maxBatchHeader {
+		// Replay would take a longer record for a corrupt length.
+		return fmt.Errorf("request of %d bytes is larger than one wal record (%d)", size, wal.MaxRecordSize)
 	}
 	if s.buffered.Load()+size > s.opts.MaxBufferBytes {
 		s.requestFlush()
