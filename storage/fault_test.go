@@ -377,3 +377,24 @@ func TestNoCompactionWhileAFlushIsHalfPublished(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
 }
+
+// TestVersion2RecordsAreStillRead replays a segment of one-batch records
+// (payload version 2), as builds before whole-request records wrote them.
+func TestVersion2RecordsAreStillRead(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
+	s.crash()
+	var data []byte
+	for _, name := range []string{"old", "older"} {
+		rec, ipc := storagetest.LogBatch(t, name, t0)
+		rec.Release()
+		head := appendBatchHeader([]byte{2}, "default", "logs", NewBatchID("default", "logs", ipc), 0)
+		data = append(data, wal.Frame(head[:len(head)-4], ipc)...) // version 2 has no batch length
+	}
+	require.NoError(t, os.WriteFile(seg, data, 0o644))
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"old-0", "older-0"}}, messages(t, dir))
+}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 type config struct {
@@ -205,6 +206,9 @@ func run(c config, log *slog.Logger) error {
 		Logger:          log,
 		Allocator:       mem,
 	})
+	if ce := (*wal.CorruptionError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("open store: %w; keep a copy of the segment, then start once with -wal-repair to truncate it there (docs/OPERATIONS.md)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
