@@ -36,6 +36,7 @@ type Metrics struct {
 	compactDuration                                     prometheus.Histogram
 	retentionDeleted                                    prometheus.Counter
 	sinkRows, sinkWrites                                *prometheus.CounterVec
+	sinkDeadLetterRows                                  *prometheus.CounterVec
 	sinkDuration                                        *prometheus.HistogramVec
 	rowsDeduplicated, batchesDeduplicated               *prometheus.CounterVec
 
@@ -137,6 +138,7 @@ func NewMetrics() *Metrics {
 	}
 	m.sinkRows = counter("arcstore_sink_rows_total", "Rows a sink (clickhouse) has stored, or refused for good (result=rejected), per database and table.", "sink", "database", "table", "result")
 	m.sinkWrites = counter("arcstore_sink_writes_total", "Sink writes (one per table and WAL segment) by result: ok, error (retried), rejected (skipped for that sink).", "sink", "result")
+	m.sinkDeadLetterRows = counter("arcstore_sink_dead_letter_rows_total", "Rows a sink refused for good while Parquet is off, kept in _arcstore/dead-letter/<sink>/ instead of being dropped.", "sink", "database", "table")
 	m.sinkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "arcstore_sink_write_duration_seconds",
 		Help: "One sink write: a table's rows of one WAL segment.", Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, []string{"sink"})
 	reg.MustRegister(m.sinkDuration)
@@ -184,6 +186,9 @@ func (m *Metrics) SinkWrote(w storage.SinkWritten) {
 	m.sinkWrites.WithLabelValues(w.Sink, result).Inc()
 	db, tbl := m.series.labels(w.Database, w.Table)
 	m.sinkRows.WithLabelValues(w.Sink, db, tbl, result).Add(float64(w.Rows))
+	if w.DeadLetter != "" {
+		m.sinkDeadLetterRows.WithLabelValues(w.Sink, db, tbl).Add(float64(w.Rows))
+	}
 	m.sinkDuration.WithLabelValues(w.Sink).Observe(w.Duration.Seconds())
 }
 

@@ -2,6 +2,11 @@
 // fsynced before any acknowledgement, in-memory partition buffers, and
 // hive-partitioned Parquet files published atomically.
 //
+// The WAL itself (segments, group commit, rotation, replay, removal and its
+// corruption error) is package wal; Store coordinates it with the buffers,
+// flushes, sinks and compaction, and encodes its payloads: one record per
+// request, so a request is replayed whole or not at all.
+//
 // The life of a batch: Append writes it to the current WAL segment and waits
 // for the group commit's fsync, then adds the decoded record to the current
 // generation of partition buffers. A flush swaps in a fresh generation and a

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +16,18 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
-// walFaults wraps the WAL segment files to fail writes part way or fsyncs.
+// walFaults wraps the WAL segment files to fail writes part way or fsyncs,
+// or to kill the process between two write calls.
 type walFaults struct {
 	OSFS
-	shortWrite atomic.Bool // the next write to a segment stores half its bytes, then fails
-	failSync   atomic.Bool // the next segment fsync fails
+	shortWrite   atomic.Bool  // the next write to a segment stores half its bytes, then fails
+	failSync     atomic.Bool  // the next segment fsync fails
+	failTruncate atomic.Bool  // every segment truncate fails
+	writesLeft   atomic.Int64 // > 0: segment writes that still reach the disk; then the process is dead
+	dead         atomic.Bool  // no write, fsync or truncate reaches a segment any more
 }
 
 type faultFile struct {
@@ -38,6 +44,12 @@ func (f *walFaults) OpenFile(name string, flag int, perm os.FileMode) (File, err
 }
 
 func (f *faultFile) Write(b []byte) (int, error) {
+	if f.fs.dead.Load() {
+		return 0, errInjected
+	}
+	if f.fs.writesLeft.Load() > 0 && f.fs.writesLeft.Add(-1) == 0 {
+		f.fs.dead.Store(true) // this write is the last to reach the disk
+	}
 	if f.fs.shortWrite.CompareAndSwap(true, false) {
 		n, _ := f.File.Write(b[:len(b)/2])
 		return n, errInjected
@@ -46,10 +58,161 @@ func (f *faultFile) Write(b []byte) (int, error) {
 }
 
 func (f *faultFile) Sync() error {
-	if f.fs.failSync.CompareAndSwap(true, false) {
+	if f.fs.dead.Load() || f.fs.failSync.CompareAndSwap(true, false) {
 		return errInjected
 	}
 	return f.File.Sync()
+}
+
+func (f *faultFile) Truncate(size int64) error {
+	if f.fs.dead.Load() || f.fs.failTruncate.Load() {
+		return errInjected
+	}
+	return f.File.Truncate(size)
+}
+
+// TestFailedUndoPoisonsTheWAL fails a WAL write and the truncate that
+// undoes it: the segment may end in a torn record, and a write committed
+// behind it would be acknowledged and then cut off by replay. Every later
+// write is refused (retryably) and /ready's check fails until a restart,
+// which keeps everything acknowledged before.
+func TestFailedUndoPoisonsTheWAL(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &walFaults{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "before", t0)
+	require.NoError(t, s.Writable())
+
+	fsys.shortWrite.Store(true)
+	fsys.failTruncate.Store(true)
+	rec, payload := storagetest.LogBatch(t, "failed", t0)
+	defer rec.Release()
+	tbl := logsTable(t)
+	require.Error(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec))
+	fsys.failTruncate.Store(false)
+
+	rec2, payload2 := storagetest.LogBatch(t, "after", t0)
+	defer rec2.Release()
+	err := s.Append(context.Background(), NewBatchID("default", tbl.Name, payload2), "default", tbl, payload2, rec2)
+	require.ErrorIs(t, err, wal.ErrPoisoned, "no write is acknowledged behind a torn record")
+	assert.NotErrorIs(t, err, ErrBackpressure, "not a 429: the sidecar needs a restart, clients retry elsewhere or later")
+	assert.ErrorIs(t, s.Writable(), wal.ErrPoisoned, "/ready says so")
+	assert.Error(t, s.Flush(), "no rotation behind the torn record either")
+	s.crash()
+
+	s = openStore(t, dir, fsys)
+	require.NoError(t, s.Writable(), "a restart clears it")
+	appendBatch(t, s, "restarted", t0)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"before-0", "restarted-0"}}, messages(t, dir))
+}
+
+// TestRequestIsStoredWholeOrNotAtAll kills the process after each write
+// call of a request larger than the WAL's write buffer, restarts and
+// replays: the request's rows are all there or none is.
+func TestRequestIsStoredWholeOrNotAtAll(t *testing.T) {
+	saved := walBufferSize
+	walBufferSize = 4 << 10
+	defer func() { walBufferSize = saved }()
+	times := make([]time.Time, 8)
+	for i := range times {
+		times[i] = t0
+	}
+	cut := 0
+	for writes := int64(1); ; writes++ {
+		dir := t.TempDir()
+		fsys := &walFaults{}
+		s := openStore(t, dir, fsys)
+		appendBatch(t, s, "before", t0)
+		tbl := logsTable(t)
+		var batches []Batch
+		for _, name := range []string{"x", "y", "z"} {
+			rec, payload := storagetest.LogBatch(t, name, times...)
+			defer rec.Release()
+			batches = append(batches, Batch{ID: NoDedup, Database: "default", Table: tbl, IPC: payload, Rec: rec})
+		}
+		fsys.writesLeft.Store(writes)
+		err := s.AppendAll(context.Background(), batches)
+		s.crash()
+		if err == nil {
+			require.Greater(t, writes, int64(2), "the request took several write calls")
+			break
+		}
+		s = openStore(t, dir, nil)
+		require.NoError(t, s.Close())
+		got := messages(t, dir)["date=2026-11-22/hour=9"]
+		switch len(got) {
+		case 1:
+			cut++
+			assert.Equal(t, []string{"before-0"}, got)
+		case 1 + 3*len(times):
+			// Written whole before the kill, not acknowledged: a retry is
+			// the client's to make, and whole.
+		default:
+			t.Fatalf("after %d writes: %d rows of the request are stored, want 0 or %d", writes, len(got)-1, 3*len(times))
+		}
+	}
+	assert.Positive(t, cut, "some kill landed inside the request")
+}
+
+// TestCorruptWALStopsStartUp: only the tail of the last segment may be cut
+// as torn. Corruption elsewhere, or a record of a payload version this
+// build does not read, stops start-up with the segment and offset, until
+// the operator repairs (Options.WALRepair, arcstore -wal-repair).
+func TestCorruptWALStopsStartUp(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		corrupt  func(t *testing.T, first, last string)
+		repaired []string // what the sink gets after the repair
+	}{
+		{"a flipped byte in an older segment", func(t *testing.T, first, _ string) {
+			data, err := os.ReadFile(first)
+			require.NoError(t, err)
+			data[len(data)-1] ^= 0xff // in b's record
+			require.NoError(t, os.WriteFile(first, data, 0o644))
+		}, []string{"a-0", "c-0"}},
+		{"an unknown payload version in the last segment", func(t *testing.T, _, last string) {
+			f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.Write(wal.Frame([]byte{99, 1, 2, 3}))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}, []string{"a-0", "b-0", "c-0"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, Sinks: []Sink{newFakeSink()}}
+			opts.Sinks[0].(*fakeSink).setErr(errors.New("down")) // holds the segments
+			opts.SinkDrainTimeout = time.Millisecond
+			s, err := Open(opts)
+			require.NoError(t, err)
+			first := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
+			appendBatch(t, s, "a", t0)
+			appendBatch(t, s, "b", t0)
+			require.NoError(t, s.Flush())
+			appendBatch(t, s, "c", t0)
+			last := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
+			s.crash()
+			tt.corrupt(t, first, last)
+
+			opts.Sinks = []Sink{newFakeSink()}
+			_, err = Open(opts)
+			var ce *wal.CorruptionError
+			require.ErrorAs(t, err, &ce, "start-up stops")
+			assert.Contains(t, []string{first, last}, ce.Segment)
+			assert.Positive(t, ce.Offset)
+
+			opts.WALRepair = true
+			sink := newFakeSink()
+			opts.Sinks = []Sink{sink}
+			s, err = Open(opts)
+			require.NoError(t, err, "repair truncates at the bad record")
+			waitCaughtUp(t, s)
+			require.NoError(t, s.Close())
+			assert.Equal(t, tt.repaired, sink.messages())
+			assert.Equal(t, []string{"a-0", "b-0", "c-0"}, messages(t, dir)["date=2026-11-22/hour=9"], "Parquet had a and b before")
+		})
+	}
 }
 
 func TestWALFaultsAreNotAcknowledged(t *testing.T) {
@@ -213,4 +376,25 @@ func TestNoCompactionWhileAFlushIsHalfPublished(t *testing.T) {
 	s = openStore(t, dir, fsys)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
+}
+
+// TestVersion2RecordsAreStillRead replays a segment of one-batch records
+// (payload version 2), as builds before whole-request records wrote them.
+func TestVersion2RecordsAreStillRead(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
+	s.crash()
+	var data []byte
+	for _, name := range []string{"old", "older"} {
+		rec, ipc := storagetest.LogBatch(t, name, t0)
+		rec.Release()
+		head := appendBatchHeader([]byte{2}, "default", "logs", NewBatchID("default", "logs", ipc), 0)
+		data = append(data, wal.Frame(head[:len(head)-4], ipc)...) // version 2 has no batch length
+	}
+	require.NoError(t, os.WriteFile(seg, data, 0o644))
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"old-0", "older-0"}}, messages(t, dir))
 }

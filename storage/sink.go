@@ -60,6 +60,9 @@ type SinkWritten struct {
 	Rows                  int64
 	Duration              time.Duration
 	Err                   error
+	// DeadLetter is the file that keeps rows the sink refused (Err wraps
+	// ErrRejected) when no other storage has them; empty otherwise.
+	DeadLetter string
 }
 
 // Layout of sink state under the system directory.
@@ -554,11 +557,26 @@ func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 	start := time.Now()
 	err = r.sink.Write(wctx, w)
 	cancel()
-	s.opts.Observer.SinkWrote(SinkWritten{Sink: r.sink.Name(), Database: g.database, Table: g.table, Rows: w.Rows, Duration: time.Since(start), Err: err})
-	if errors.Is(err, ErrRejected) {
-		s.log.Error("sink refuses rows; they are skipped for this sink (Parquet, if on, has them)",
+	written := SinkWritten{Sink: r.sink.Name(), Database: g.database, Table: g.table, Rows: w.Rows, Duration: time.Since(start), Err: err}
+	if !errors.Is(err, ErrRejected) {
+		s.opts.Observer.SinkWrote(written)
+		return err
+	}
+	if !s.opts.NoParquet {
+		s.opts.Observer.SinkWrote(written)
+		s.log.Error("sink refuses rows; they are skipped for this sink (Parquet has them)",
 			"sink", r.sink.Name(), "database", g.database, "table", g.table, "rows", w.Rows, "wal_segment", seq, "error", err)
 		return nil
 	}
-	return err
+	// The sinks are the only storage: the rows must outlive their segment.
+	path := s.deadLetterPath(r.sink.Name(), seq, g, t.variant, chunk)
+	if derr := s.deadLetter(path, w); derr != nil {
+		s.opts.Observer.SinkWrote(written)
+		return fmt.Errorf("sink refuses rows and keeping them failed: %w", derr)
+	}
+	written.DeadLetter = path
+	s.opts.Observer.SinkWrote(written)
+	s.log.Error("sink refuses rows; Parquet is off, so they are kept in a dead-letter file",
+		"sink", r.sink.Name(), "database", g.database, "table", g.table, "rows", w.Rows, "wal_segment", seq, "file", path, "error", err)
+	return nil
 }

@@ -8,11 +8,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -257,6 +259,52 @@ func TestSinkRejectionSkipsTheRowsForThatSinkOnly(t *testing.T) {
 	assert.Zero(t, walSize(t, s), "a refusal does not hold the WAL forever")
 }
 
+// TestRejectedRowsWithoutParquetGoToDeadLetter: with Parquet off the sink
+// is the only storage, so rows it refuses for good must not vanish with
+// their WAL segment: they are kept, counted, in the dead-letter directory.
+func TestRejectedRowsWithoutParquetGoToDeadLetter(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("%w: column type changed", ErrRejected))
+	obs := &recorder{}
+	s := openWithSink(t, dir, nil, sink, Options{NoParquet: true, Observer: obs})
+	appendBatch(t, s, "a", t0, t0.Add(time.Second))
+	require.NoError(t, s.Flush())
+	waitCaughtUp(t, s)
+	require.NoError(t, s.Close())
+	assert.Zero(t, walSize(t, s), "the refusal does not hold the WAL")
+
+	files, err := filepath.Glob(filepath.Join(dir, systemDirName, deadLetterDirName, "fake", "*"+deadLetterExt))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.Open(files[0])
+	require.NoError(t, err)
+	defer f.Close()
+	rd, err := ipc.NewReader(f)
+	require.NoError(t, err)
+	defer rd.Release()
+	var msgs []string
+	for rd.Next() {
+		col := rd.RecordBatch().Column(rd.RecordBatch().Schema().FieldIndices("message")[0]).(*array.String)
+		for i := range col.Len() {
+			msgs = append(msgs, col.Value(i))
+		}
+	}
+	require.NoError(t, rd.Err())
+	assert.Equal(t, []string{"a-0", "a-1"}, msgs, "every refused row is in the file")
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var counted int64
+	for _, w := range obs.sinks {
+		if w.DeadLetter != "" {
+			counted += w.Rows
+			assert.Equal(t, files[0], w.DeadLetter)
+		}
+	}
+	assert.EqualValues(t, 2, counted, "the observer (arcstore_sink_dead_letter_rows_total) counts them")
+}
+
 func uniq(in []string) map[string]bool {
 	m := map[string]bool{}
 	for _, s := range in {
@@ -474,5 +522,67 @@ func TestBatchIDsAreSavedBeforeTheirSegmentGoes(t *testing.T) {
 			assert.Positive(t, fsys.checked, "segments with batches were removed")
 			assert.Zero(t, fsys.missing, "no segment left before its batch ids were saved")
 		})
+	}
+}
+
+// emptyWALProbe appends, from inside the WAL directory's fsync that
+// follows a trim, once the WAL directory holds no bytes: what a client
+// sending right after a sink caught up does.
+type emptyWALProbe struct {
+	OSFS
+	armed atomic.Bool
+	try   func() error
+	err   chan error
+}
+
+func (f *emptyWALProbe) SyncDir(name string) error {
+	if filepath.Base(name) == walDirName && f.armed.Load() {
+		var size int64
+		entries, _ := os.ReadDir(name)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), segmentExt) {
+				size += info.Size()
+			}
+		}
+		if size == 0 && f.armed.CompareAndSwap(true, false) {
+			f.err <- f.try()
+		}
+	}
+	return f.OSFS.SyncDir(name)
+}
+
+// TestWALRoomIsThereOnceItsSegmentsAreGone is the deterministic form of a
+// flake of TestSinkOutageHoldsTheWALThenCatchesUp: right after the sink
+// caught up and the WAL emptied, a write was refused because "the wal
+// holds N bytes": the bytes were counted out only after the directory's
+// fsync that follows the removal.
+func TestWALRoomIsThereOnceItsSegmentsAreGone(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	sink.setErr(fmt.Errorf("connection refused"))
+	fsys := &emptyWALProbe{err: make(chan error, 1)}
+	s := openWithSink(t, dir, fsys, sink, Options{MaxWALBytes: 64 << 10})
+	defer s.Close()
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		rec, payload := logBatch(t, fmt.Sprintf("fill%d", i), t0)
+		err = s.Append(context.Background(), NoDedup, "default", logsTable(t), payload, rec)
+		rec.Release()
+	}
+	require.ErrorIs(t, err, ErrBackpressure)
+	rec, payload := logBatch(t, "after", t0)
+	defer rec.Release()
+	fsys.try = func() error {
+		return s.Append(context.Background(), NoDedup, "default", logsTable(t), payload, rec)
+	}
+	require.NoError(t, s.Flush())
+	fsys.armed.Store(true)
+	sink.setErr(nil)
+	s.wakeSinks()
+	select {
+	case err := <-fsys.err:
+		assert.NoError(t, err, "the WAL is empty on disk: a write fits")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sink never emptied the WAL")
 	}
 }

@@ -41,10 +41,10 @@ type Options struct {
 	DedupWindow time.Duration
 	// Clock is what the dedup window counts running time on; nil is
 	// time.Now (tests move it).
-	Clock func() time.Time
-	Logger      *slog.Logger
-	FS          FS
-	Allocator   memory.Allocator
+	Clock     func() time.Time
+	Logger    *slog.Logger
+	FS        FS
+	Allocator memory.Allocator
 	// Observer sees commits and flushes (metrics); nil sees nothing.
 	Observer Observer
 	// CompactInterval runs retention and then compaction of partitions
@@ -83,6 +83,9 @@ const (
 	DefaultMaxWALBytes    = 4 << 30
 	defaultSinkDrain      = 10 * time.Second
 	maxGroup              = 256
+	// maxBatchHeader bounds what a batch adds to its record besides its
+	// IPC stream (names of at most 64 bytes, ID, lengths).
+	maxBatchHeader = 256
 )
 
 // Errors Append returns that a client should retry.
@@ -109,7 +112,7 @@ type Store struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
-	gen      *generation // owned by the committer goroutine
+	gen      *generation  // owned by the committer goroutine
 	group    []*appendReq // heads of requests
 	scratch  []byte
 	ends     []int
@@ -128,8 +131,8 @@ type Store struct {
 
 	sinks         []*sinkRunner
 	sidecarID     string
-	parquetDone   atomic.Uint64 // last WAL segment whose rows are in Parquet
-	closedThrough atomic.Uint64 // last WAL segment that takes no more writes
+	parquetDone   atomic.Uint64     // last WAL segment whose rows are in Parquet
+	closedThrough atomic.Uint64     // last WAL segment that takes no more writes
 	held          map[string]uint64 // cursors of consumers this start does not run
 	trimMu        sync.Mutex
 	trimmed       uint64 // segments through this one are gone; under trimMu
@@ -429,6 +432,10 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	var size int64
 	for _, b := range batches {
 		size += int64(len(b.IPC))
+	}
+	if size > wal.MaxRecordSize-int64(len(batches))*maxBatchHeader {
+		// Replay would take a longer record for a corrupt length.
+		return fmt.Errorf("request of %d bytes is larger than one wal record (%d)", size, wal.MaxRecordSize)
 	}
 	if s.buffered.Load()+size > s.opts.MaxBufferBytes {
 		s.requestFlush()

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,4 +278,71 @@ func TestCorruptBatchIDFileDoesNotBlockStart(t *testing.T) {
 	appendBatch(t, s, "b", t0)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0"}}, messages(t, dir))
+}
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct{ nanos atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.nanos.Store(t0.UnixNano())
+	return c
+}
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.nanos.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.nanos.Add(int64(d)) }
+
+// TestDedupWindowCountsRunningTime: a sidecar that stored a batch and died
+// before acknowledging it can stay down for longer than the window while
+// the exporter retries; down time must not age the batch's ID. Running
+// time does.
+func TestDedupWindowCountsRunningTime(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock()
+	open := func() *Store {
+		s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, DedupWindow: 15 * time.Minute, Clock: clock.now})
+		require.NoError(t, err)
+		return s
+	}
+	tbl := logsTable(t)
+	rec, payload := storagetest.LogBatch(t, "r", t0)
+	defer rec.Release()
+	id := NewBatchID("default", tbl.Name, payload)
+	put := func(s *Store) { require.NoError(t, s.Append(context.Background(), id, "default", tbl, payload, rec)) }
+
+	s := open()
+	clock.advance(10 * time.Minute)
+	put(s)
+	require.NoError(t, s.Flush()) // the ID is saved with its running time, the segment goes
+	s.crash()
+
+	clock.advance(3 * time.Hour) // down
+	s = open()
+	clock.advance(time.Minute)
+	appendBatch(t, s, "other", t0)
+	require.NoError(t, s.Flush()) // saves the IDs again: nothing expired
+	put(s)
+	require.NoError(t, s.Flush())
+	assert.Equal(t, []string{"other-0", "r-0"}, messages(t, dir)["date=2026-11-22/hour=9"], "the retry after the outage is known")
+
+	clock.advance(15 * time.Minute) // running: the window passes
+	appendBatch(t, s, "later", t0)
+	require.NoError(t, s.Flush())
+	put(s)
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"later-0", "other-0", "r-0", "r-0"}, messages(t, dir)["date=2026-11-22/hour=9"], "an ID older than the window in running time is forgotten")
+}
+
+// TestOldBatchIDFileIsRead: a batch ID file of the wall-clock format
+// (before running time was counted) keeps its IDs for a whole window.
+func TestOldBatchIDFileIsRead(t *testing.T) {
+	var id BatchID
+	id[0] = 7
+	old := append(id[:], make([]byte, 8)...) // written at the Unix epoch
+	d := newDedup(time.Minute, nil)
+	require.NoError(t, d.decode(old))
+	assert.True(t, d.has(id))
+	d2 := newDedup(time.Minute, nil)
+	require.NoError(t, d2.decode(d.encode()))
+	assert.True(t, d2.has(id), "not expired by its wall-clock time")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/upload"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 type config struct {
@@ -55,6 +56,8 @@ type config struct {
 	clickhouseConfig string
 	parquet          bool
 	maxWALBytes      int64
+	walRepair        bool
+	dedupWindow      time.Duration
 
 	s3 s3Flags
 }
@@ -98,6 +101,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
 	fs.Int64Var(&c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL bytes on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	c.s3.register(fs)
+	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL segment is corrupt: truncate it at the bad record and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
+	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -110,6 +115,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.maxBufferBytes > 0 && c.memoryLimit > 0 && c.maxBufferBytes > c.memoryLimit/2 {
 		return c, fmt.Errorf("-max-buffer-bytes %d is over half of -memory-limit %d: buffered batches and the flush that encodes them must both fit", c.maxBufferBytes, c.memoryLimit)
+	}
+	if c.dedupWindow <= 0 {
+		return c, errors.New("-dedup-window must be positive: without it every retried batch is stored twice")
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("-tls-cert-file and -tls-key-file go together")
@@ -202,6 +210,8 @@ func run(c config, log *slog.Logger) error {
 		Sinks:           sinks,
 		NoParquet:       !c.parquet,
 		MaxWALBytes:     c.maxWALBytes,
+		WALRepair:       c.walRepair,
+		DedupWindow:     c.dedupWindow,
 		Observer:        observer,
 		DataDir:         c.dataDir,
 		Compression:     c.compression,
@@ -215,6 +225,9 @@ func run(c config, log *slog.Logger) error {
 		Logger:          log,
 		Allocator:       mem,
 	})
+	if ce := (*wal.CorruptionError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("open store: %w; keep a copy of the segment, then start once with -wal-repair to truncate it there (docs/OPERATIONS.md)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,7 @@ func TestFlagErrors(t *testing.T) {
 		{"buffer over half the memory limit", []string{"-max-buffer-bytes", "300000000", "-memory-limit", "400000000"}, "over half of -memory-limit"},
 		{"tls half", []string{"-tls-cert-file", "c.pem"}, "go together"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
+		{"no dedup window", []string{"-dedup-window", "0s"}, "-dedup-window must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,8 +37,10 @@ func TestFlagErrors(t *testing.T) {
 			assert.ErrorContains(t, err, tt.want)
 		})
 	}
-	c, err := parseFlags([]string{"-clickhouse-addr", "ch:9000", "-parquet=false", "-max-wal-bytes", "1000"})
+	c, err := parseFlags([]string{"-clickhouse-addr", "ch:9000", "-parquet=false", "-max-wal-bytes", "1000", "-wal-repair", "-dedup-window", "2h"})
 	require.NoError(t, err)
+	assert.True(t, c.walRepair)
+	assert.Equal(t, 2*time.Hour, c.dedupWindow)
 	assert.Equal(t, "ch:9000", c.clickhouseAddr)
 	assert.False(t, c.parquet)
 	assert.EqualValues(t, 1000, c.maxWALBytes)

@@ -154,7 +154,8 @@ type WAL struct {
 	header  [HeaderSize]byte
 	err     error // set once the WAL is poisoned
 
-	bytes    atomic.Int64 // committed bytes of every segment on disk
+	bytes    atomic.Int64  // committed bytes of every segment on disk
+	open     atomic.Uint64 // seq, for RemoveThrough on other goroutines
 	poisoned atomic.Bool
 	removeMu sync.Mutex
 }
@@ -217,6 +218,7 @@ func (w *WAL) openSegment(seq uint64) error {
 		return fmt.Errorf("sync wal dir: %w", err)
 	}
 	w.seq, w.f, w.size, w.durable = seq, f, 0, 0
+	w.open.Store(seq)
 	if w.w == nil {
 		w.w = bufio.NewWriterSize(f, w.opts.BufferSize)
 	} else {
@@ -234,6 +236,10 @@ func (w *WAL) Write(parts ...[]byte) int64 {
 	for _, p := range parts {
 		n += len(p)
 		crc = crc32.Update(crc, castagnoli, p)
+	}
+	if w.err != nil {
+		// Nothing more goes behind a record that may be torn.
+		return int64(HeaderSize + n)
 	}
 	binary.LittleEndian.PutUint32(w.header[0:4], uint32(n))
 	binary.LittleEndian.PutUint32(w.header[4:8], crc)
@@ -267,6 +273,12 @@ func (w *WAL) Commit() error {
 	w.w.Reset(w.f)
 	if terr := w.f.Truncate(w.durable); terr != nil {
 		return w.poison(fmt.Errorf("wal commit: %w; cut back after failure: %w", err, terr))
+	}
+	// The cut must be durable before anything is written after it: a
+	// segment closed by the next rotation must not come back from a crash
+	// with the torn record still in it (only the last may end in one).
+	if serr := w.f.Sync(); serr != nil {
+		return w.poison(fmt.Errorf("wal commit: %w; sync after cutting back: %w", err, serr))
 	}
 	if _, serr := w.f.Seek(w.durable, io.SeekStart); serr != nil {
 		return w.poison(fmt.Errorf("wal commit: %w; seek after failure: %w", err, serr))
@@ -321,7 +333,7 @@ func (w *WAL) RemoveThrough(seq uint64) error {
 	removed := false
 	for _, e := range entries {
 		s, ok := SegmentSeq(e.Name())
-		if !ok || s > seq || s >= w.seq {
+		if !ok || s > seq || s >= w.open.Load() {
 			continue
 		}
 		var size int64
