@@ -684,7 +684,7 @@ func (s *Store) Ready() bool { return !s.closing.Load() }
 
 // writable checks that the data directory takes a new file.
 func (s *Store) Writable() error {
-	p := filepath.Join(s.tmpDir, ".probe")
+	p := filepath.Join(s.tmpDir, probeName())
 	f, err := s.fs.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
