@@ -291,6 +291,11 @@ func (s *Store) merge(dir string, g *schemaGroup) (mergedFile, error) {
 		err = cerr
 	}
 	out.bytes = cw.n
+	if err != nil {
+		// Now, not at the next start: at ENOSPC each failed merge would
+		// keep its space until then.
+		_ = s.fs.Remove(out.temp)
+	}
 	return out, err
 }
 
@@ -512,7 +517,8 @@ func (s *Store) recoverCompaction() error {
 	if err := s.fs.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear staging dirs: %w", err)
 	}
-	return nil
+	// Retention's trash is the other maintenance leftover a crash leaves.
+	return s.emptyTrash()
 }
 
 func (s *Store) hook(step string) error {

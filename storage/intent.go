@@ -64,13 +64,26 @@ func (s *Store) publish(in *flushIntent) error {
 	dirs := map[string]bool{}
 	for _, st := range in.Files {
 		err := s.fs.Rename(st.Temp, st.Final)
+		if errors.Is(err, os.ErrNotExist) && s.exists(st.Temp) {
+			// The partition folder was deleted from outside since the
+			// flush made it: make it again rather than fail every retry
+			// (and every start) on it.
+			dir := filepath.Dir(st.Final)
+			delete(s.madeDirs, dir)
+			if err = s.mkdirDurable(dir); err == nil {
+				err = s.fs.Rename(st.Temp, st.Final)
+			}
+		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("publish %s: %w", st.Final, err)
 		}
 		dirs[filepath.Dir(st.Final)] = true
 	}
 	for d := range dirs {
-		if err := s.fs.SyncDir(d); err != nil {
+		// A folder that is gone holds nothing of this flush any more (its
+		// step was done before a crash, then the folder deleted): there is
+		// nothing to make durable in it.
+		if err := s.fs.SyncDir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("sync partition dir: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 	if err := s.publishUnfinished(); err != nil {
 		return 0, err
 	}
+	if err := s.emptyTrash(); err != nil {
+		return 0, err
+	}
 	trash := filepath.Join(s.sysDir, trashDirName)
 	if err := s.fs.MkdirAll(trash, 0o755); err != nil {
 		return 0, fmt.Errorf("create trash dir: %w", err)
@@ -130,6 +134,26 @@ func (s *Store) discard(dir, trash string) error {
 	delete(s.madeDirs, dir)
 	if err := s.fs.RemoveAll(gone); err != nil {
 		return fmt.Errorf("delete retired partition: %w", err)
+	}
+	return nil
+}
+
+// emptyTrash deletes what a crash (or a failed delete) left in the trash:
+// partitions already out of every reader's sight, still holding their
+// space.
+func (s *Store) emptyTrash() error {
+	trash := filepath.Join(s.sysDir, trashDirName)
+	entries, err := s.fs.ReadDir(trash)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list trash dir: %w", err)
+	}
+	for _, e := range entries {
+		if err := s.fs.RemoveAll(filepath.Join(trash, e.Name())); err != nil {
+			return fmt.Errorf("delete retired partition: %w", err)
+		}
 	}
 	return nil
 }

@@ -743,7 +743,7 @@ func (s *Store) Writable() error {
 	if err := s.wal.Err(); err != nil {
 		return err
 	}
-	p := filepath.Join(s.tmpDir, ".probe")
+	p := filepath.Join(s.tmpDir, probeName())
 	f, err := s.fs.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err

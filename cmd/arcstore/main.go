@@ -60,6 +60,10 @@ type config struct {
 	dedupWindow      time.Duration
 
 	s3 s3Flags
+
+	httpReadTimeout time.Duration
+	httpIdleTimeout time.Duration
+	maxGRPCStreams  uint
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -93,6 +97,9 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
 	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
+	fs.DurationVar(&c.httpReadTimeout, "http-read-timeout", defaultHTTPReadTimeout, "longest time to read one HTTP request, body included; a slower client is cut off")
+	fs.DurationVar(&c.httpIdleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout, "how long an idle HTTP keep-alive connection stays open")
+	fs.UintVar(&c.maxGRPCStreams, "max-grpc-streams", defaultMaxGRPCStreams, "most concurrent Arrow Flight streams per client connection (each can hold a batch in memory)")
 	fs.IntVar(&c.limits.MaxColumns, "max-columns", storage.DefaultMaxColumns, "most columns of one measurement in an Arc-protocol write, time included (413 past it)")
 	fs.IntVar(&c.limits.MaxStringBytes, "max-string-bytes", storage.DefaultMaxStringBytes, "largest string value in an Arc-protocol write (413 past it)")
 	fs.IntVar(&c.limits.MaxPartitionsPerRequest, "max-partitions-per-request", storage.DefaultMaxPartitionsPerRequest, "most partitions (table and UTC hour) one Arc-protocol write may touch (413 past it)")
@@ -249,11 +256,11 @@ func run(c config, log *slog.Logger) error {
 		store.Close()
 		return fmt.Errorf("listen http: %w", err)
 	}
-	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(64 << 20),
+	opts := append(grpcLimits(c),
+		grpc.MaxRecvMsgSize(64<<20),
 		grpc.ChainStreamInterceptor(tokens.StreamInterceptor()),
 		grpc.ChainUnaryInterceptor(tokens.UnaryInterceptor()),
-	}
+	)
 	if tlsConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 		httpLis = tls.NewListener(httpLis, tlsConfig)
@@ -267,7 +274,7 @@ func run(c config, log *slog.Logger) error {
 	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
 		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Limits: c.limits, Metrics: metrics,
 	}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(c, mux)
 	if uploader != nil {
 		if err := uploader.Start(store); err != nil {
 			grpcLis.Close()
@@ -282,6 +289,7 @@ func run(c config, log *slog.Logger) error {
 	go func() { errc <- hs.Serve(httpLis) }()
 	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
 		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr, "s3_bucket", c.s3.bucket)
+	warnExposed(log, c, tokens.Enabled())
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
