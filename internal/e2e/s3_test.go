@@ -164,8 +164,12 @@ func TestObjectStorageSurvivesKills(t *testing.T) {
 	sc.stop(t, 30*time.Second)
 
 	lost, dup, acked := checkBucket(t, srv, sender)
-	t.Logf("s3 chaos: kills %d, spans acknowledged %d, objects in the bucket %d (%v uploaded since the last start); bucket lost %d, duplicated %d",
-		kills, acked, len(srv.Objects()), uploaded, lost, dup)
+	var bytes int64
+	for _, n := range srv.Objects() {
+		bytes += n
+	}
+	t.Logf("s3 chaos: kills %d, spans acknowledged %d, objects in the bucket %d (%v uploaded since the last start), %.1f bytes per span there; bucket lost %d, duplicated %d",
+		kills, acked, len(srv.Objects()), uploaded, float64(bytes)/float64(max(acked, 1)), lost, dup)
 	require.Positive(t, acked)
 	assert.Zero(t, lost, "acknowledged spans missing from the bucket")
 	assert.Zero(t, dup, "spans in the bucket more than once")
