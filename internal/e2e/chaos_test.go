@@ -41,6 +41,8 @@ type spanSender struct {
 	mu     sync.Mutex
 	acked  map[string]bool
 	failed int
+	// past dates the spans this long before now (closed hours).
+	past time.Duration
 }
 
 func (s *spanSender) send(ctx context.Context, n int) {
@@ -49,7 +51,7 @@ func (s *spanSender) send(ctx context.Context, n int) {
 	rs.Resource().Attributes().PutStr("service.name", "chaos")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()
 	ids := make([]string, 0, n)
-	now := pcommon.NewTimestampFromTime(time.Now())
+	now := pcommon.NewTimestampFromTime(time.Now().Add(-s.past))
 	for range n {
 		id := s.next.Add(1)
 		var sid pcommon.SpanID
@@ -86,9 +88,15 @@ func startLoad(t *testing.T, otlpAddr string, workers, n int, pause time.Duratio
 // to different collectors never share one.
 func startLoadFrom(t *testing.T, otlpAddr string, workers, n int, pause time.Duration, firstID uint64) (*spanSender, func()) {
 	t.Helper()
+	return startLoadPast(t, otlpAddr, workers, n, pause, firstID, 0)
+}
+
+// startLoadPast is startLoadFrom with spans dated past before now.
+func startLoadPast(t *testing.T, otlpAddr string, workers, n int, pause time.Duration, firstID uint64, past time.Duration) (*spanSender, func()) {
+	t.Helper()
 	conn, err := grpc.NewClient(otlpAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
-	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}}
+	sender := &spanSender{client: ptraceotlp.NewGRPCClient(conn), acked: map[string]bool{}, past: past}
 	sender.next.Store(firstID)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

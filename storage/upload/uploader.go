@@ -510,10 +510,12 @@ func (u *Uploader) partition(ctx context.Context, p *localPartition, now time.Ti
 			return err
 		}
 	}
-	if len(todo) > 0 {
-		if err := u.dropReplaced(ctx, m, p); err != nil {
-			return err
-		}
+	// Every local file is in the bucket now: objects of files that are
+	// not local any more were merged into one of them. (Also when nothing
+	// was uploaded in this pass: a crash may have come between the upload
+	// of the new file and the deletion of the old object.)
+	if err := u.dropReplaced(ctx, m, p); err != nil {
+		return err
 	}
 	if u.cfg.LocalRetention > 0 && !p.end.After(now.Add(-u.cfg.LocalRetention)) && len(m.Objects) > 0 {
 		return u.dropLocal(ctx, m, p)

@@ -259,60 +259,75 @@ func TestLateRowsReplaceTheObject(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(u.metrics.replaced))
 }
 
-// TestCrashAtEveryStep stops the uploader as a SIGKILL would at each step
-// of an upload, a replacement and a local deletion, starts a new one on
-// the same directory and bucket, and checks the bucket ends with exactly
-// the partition's last file, no multipart upload left open, and the local
-// partition deleted only after that.
+// TestCrashAtEveryStep stops the uploader as a SIGKILL would at each
+// occurrence of each step of an upload, a replacement and a local
+// deletion, starts a new one on the same directory and bucket, and checks
+// the bucket ends with exactly the partition's last file, no multipart
+// upload left open, and the local partition deleted only after that.
 func TestCrashAtEveryStep(t *testing.T) {
 	srv := s3test.Start(t)
-	steps := []string{"multipart-created", "part-uploaded", "uploaded", "recorded", "replaced", "dropping", "dropped"}
-	for _, step := range steps {
-		t.Run(step, func(t *testing.T) {
-			e := newEnv(t, srv)
-			p := e.partition(5)
-			first := random(t, 2*MinPartSize+1)
-			second := append(bytes.Clone(first), random(t, 1000)...)
-			e.write(p, "1.parquet", first)
-			var crashed atomic.Bool
-			hook := func(s string) error {
-				if s == step && crashed.CompareAndSwap(false, true) {
-					return errors.New("kill")
-				}
-				return nil
+	// One part in flight at a time: a part the server is still writing
+	// when the restarted uploader aborts the upload would bring it back
+	// (S3 documents the same of aborts).
+	one := func(c *Config) { c.Concurrency = 1 }
+	scenario := func(t *testing.T, hook func(string) error) {
+		t.Helper()
+		e := newEnv(t, srv)
+		p := e.partition(5)
+		first := random(t, 2*MinPartSize+1)
+		second := append(bytes.Clone(first), random(t, 1000)...)
+		e.write(p, "1.parquet", first)
+		u := e.uploader(hook, one)
+		// run is one phase: a pass, and after a crash a restart and passes to the end.
+		run := func(mod ...func(*Config)) {
+			t.Helper()
+			_, err := u.pass(context.Background())
+			if err != nil {
+				require.ErrorAs(t, err, new(crash))
+				u = e.uploader(nil, append(mod, one)...)
 			}
-			// One part in flight at a time: a part the server is still
-			// writing when the restarted uploader aborts the upload would
-			// bring it back (S3 documents the same of aborts).
-			one := func(c *Config) { c.Concurrency = 1 }
-			u := e.uploader(hook, one)
-			// run is one phase: a pass, and on the crash a restart and passes to the end.
-			run := func(mod ...func(*Config)) {
-				t.Helper()
-				_, err := u.pass(context.Background())
-				if err != nil {
-					require.ErrorAs(t, err, new(crash))
-					u = e.uploader(nil, append(mod, one)...)
-				}
-				drain(t, u)
-			}
-			run()
-			assert.Equal(t, []string{e.key(p, "1.parquet")}, e.objects())
-			// A compaction replaces the file with one holding its rows and more.
-			e.write(p, "2.parquet", second)
-			e.remove(p, "1.parquet")
-			run()
-			assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
-			// Local retention.
-			u.cfg.LocalRetention = time.Hour
-			run(func(c *Config) { c.LocalRetention = time.Hour })
-			assert.True(t, crashed.Load(), "the hook ran at %s", step)
-			assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
-			assert.Equal(t, second, srv.Get(e.key(p, "2.parquet")))
-			assert.Empty(t, srv.Uploads(), "no multipart upload left open")
-			assert.False(t, e.exists(p), "local partition deleted after the upload was verified")
-			assert.Empty(t, e.manifests())
-		})
+			drain(t, u)
+		}
+		run()
+		assert.Equal(t, []string{e.key(p, "1.parquet")}, e.objects())
+		// A compaction replaces the file with one holding its rows and more.
+		e.write(p, "2.parquet", second)
+		e.remove(p, "1.parquet")
+		run()
+		assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
+		// Local retention.
+		u.cfg.LocalRetention = time.Hour
+		run(func(c *Config) { c.LocalRetention = time.Hour })
+		assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
+		assert.Equal(t, second, srv.Get(e.key(p, "2.parquet")))
+		assert.Empty(t, srv.Uploads(), "no multipart upload left open")
+		assert.False(t, e.exists(p), "local partition deleted after the upload was verified")
+		assert.Empty(t, e.manifests())
+	}
+	// A run without crashes counts each step's occurrences.
+	counts := map[string]int{}
+	t.Run("no crash", func(t *testing.T) {
+		scenario(t, func(s string) error { counts[s]++; return nil })
+	})
+	require.Equal(t, map[string]int{"multipart-created": 2, "part-uploaded": 6, "uploaded": 2, "recorded": 2, "replaced": 1, "dropping": 1, "dropped": 1}, counts)
+	for step, n := range counts {
+		for i := 1; i <= n; i++ {
+			t.Run(fmt.Sprintf("%s#%d", step, i), func(t *testing.T) {
+				seen := 0
+				crashed := false
+				scenario(t, func(s string) error {
+					if s == step {
+						seen++
+						if seen == i {
+							crashed = true
+							return errors.New("kill")
+						}
+					}
+					return nil
+				})
+				assert.True(t, crashed, "the hook ran at %s #%d", step, i)
+			})
+		}
 	}
 }
 
