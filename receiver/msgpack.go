@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,12 @@ type MsgpackHandler struct {
 	// thousandfold); past either the answer is 413.
 	MaxBodyBytes    int64
 	MaxDecodedBytes int64
-	Metrics         *Metrics // nil records nothing
+	// MaxDecodedMemory bounds the memory a request's decoded columns take
+	// (arcmsgpack.Budget): charged before each allocation, 413 past it.
+	// It bounds what one request costs, whatever its body claims;
+	// arcmsgpack.DefaultMaxBytes when 0.
+	MaxDecodedMemory int64
+	Metrics          *Metrics // nil records nothing
 }
 
 // httpError is an answer other than 204.
@@ -93,10 +99,27 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ms, err := arcmsgpack.Decode(body)
+	ms, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(h.MaxDecodedMemory))
 	if err != nil {
-		return fail(http.StatusBadRequest, "%v", err)
+		return decodeError(err)
 	}
+	return h.store(r.Context(), database, ms, arrived)
+}
+
+// decodeError answers a body the decoders refused: 413 past the memory
+// budget, else 400.
+func decodeError(err error) error {
+	if errors.Is(err, arcmsgpack.ErrTooLarge) {
+		return fail(http.StatusRequestEntityTooLarge, "%v", err)
+	}
+	return fail(http.StatusBadRequest, "%v", err)
+}
+
+// store checks every decoded measurement, turns it into a batch and stores
+// them all in one WAL commit. Every write API (MessagePack columnar and
+// row format, line protocol) ends here, so they share one set of checks
+// and limits.
+func (h *MsgpackHandler) store(ctx context.Context, database string, ms []arcmsgpack.Measurement, arrived time.Time) error {
 	batches := make([]storage.Batch, 0, len(ms))
 	defer func() {
 		for _, b := range batches {
@@ -105,14 +128,17 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	}()
 	// Everything is checked before anything is stored: a bad measurement
 	// anywhere in the request rejects all of it.
-	for _, m := range ms {
-		b, err := h.batch(database, &m)
+	for i := range ms {
+		b, err := h.batch(database, &ms[i])
 		if err != nil {
 			return err
 		}
 		batches = append(batches, b)
+		// Its columns are in the record now: let them go before the next
+		// measurement is built, so a request never holds both whole.
+		ms[i] = arcmsgpack.Measurement{}
 	}
-	err = h.Store.AppendAll(r.Context(), batches)
+	err := h.Store.AppendAll(ctx, batches)
 	for _, b := range batches {
 		h.Metrics.batchOutcome(database, b.Table.Name, int(b.Rec.NumRows()), len(b.IPC), arrived, err)
 	}

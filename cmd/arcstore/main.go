@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
 )
@@ -53,6 +54,8 @@ type config struct {
 	clickhouseConfig string
 	parquet          bool
 	maxWALBytes      int64
+
+	maxDecodedMemory int64 // -max-decoded-memory
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -68,7 +71,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("arcstore", flag.ContinueOnError)
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the WAL and the Parquet files")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", "127.0.0.1:8815", "Arrow Flight (gRPC) listen address")
-	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack)")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack, line protocol on /api/v1/write/line-protocol, /write, /api/v2/write)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
 	fs.Int64Var(&c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this many bytes are buffered")
@@ -86,6 +89,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
 	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
+	fs.Int64Var(&c.maxDecodedMemory, "max-decoded-memory", arcmsgpack.DefaultMaxBytes, "most memory one write request's decoded columns may take (MessagePack and line protocol), charged before each allocation (413 past it)")
 	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
 	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
@@ -226,9 +230,10 @@ func run(c config, log *slog.Logger) error {
 	mux.Handle("/", receiver.NewHTTPHandler(store))
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
 	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
-	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
-		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Metrics: metrics,
-	}))
+	receiver.HandleWrites(mux, &receiver.MsgpackHandler{
+		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded,
+		MaxDecodedMemory: c.maxDecodedMemory, Metrics: metrics,
+	}, tokens)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 2)
