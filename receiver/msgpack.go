@@ -214,7 +214,7 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBody {
 		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, maxBody)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, err := readAll(r.Body, r.ContentLength, maxBody)
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "read body: %v", err)
 	}
@@ -241,7 +241,7 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	default:
 		return body, nil
 	}
-	decoded, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
+	decoded, err := readAll(zr, 0, maxDecoded)
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "%s body: %v", kind, err)
 	}
@@ -249,4 +249,35 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 		return nil, fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", kind, maxDecoded)
 	}
 	return decoded, nil
+}
+
+// readAll reads up to limit+1 bytes (one more tells a reader past the
+// limit). The buffer is sized from hint (a Content-Length, at most limit)
+// when there is one and doubles otherwise, so reading n bytes allocates
+// under 2n plus the final buffer (io.ReadAll grows a large slice by a
+// quarter at a time).
+func readAll(r io.Reader, hint, limit int64) ([]byte, error) {
+	size := int64(512)
+	if hint > 0 && hint <= limit {
+		size = hint + 1 // room to see the end of the body without growing
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return buf, nil
+			}
+			next := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			copy(next, buf)
+			buf = next
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
