@@ -20,6 +20,7 @@ DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
 CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
+PYCLIENTS   := $(TOOLS)/pyclients/.installed
 DATA_DIR    ?= ./data
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
@@ -55,7 +56,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW) $(PYCLIENTS)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -102,6 +103,14 @@ $(CHDB):
 # upload tests run against (SigV4, a bucket on a local directory).
 $(VERSITYGW):
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+# The client libraries the end-to-end tests write with: Arc's Python SDK
+# and InfluxData's InfluxDB client, every package pinned in
+# tools/python-clients.txt.
+$(PYCLIENTS): tools/python-clients.txt
+	rm -rf $(TOOLS)/pyclients
+	python3 -m pip install --quiet --no-deps --target $(TOOLS)/pyclients -r tools/python-clients.txt
+	touch $@
 
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the
 # collector, then the sidecar flushes every buffered row and exits.

@@ -66,6 +66,10 @@ func (t *Tokens) valid(authorization string) bool {
 	if !ok {
 		return false
 	}
+	return t.validToken(tok)
+}
+
+func (t *Tokens) validToken(tok string) bool {
 	h := sha256.Sum256([]byte(tok))
 	match := 0
 	for _, want := range t.hashes {
@@ -118,4 +122,25 @@ func (t *Tokens) RequireHTTP(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// validInflux accepts a token the ways InfluxDB clients send one:
+// "Authorization: Bearer <token>" or "Token <token>" (2.x), HTTP basic
+// auth or the p query parameter (1.x, the password is the token; the user
+// name is not checked).
+func (t *Tokens) validInflux(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	if tok, ok := strings.CutPrefix(auth, "Token "); ok {
+		return t.validToken(tok)
+	}
+	if _, pass, ok := r.BasicAuth(); ok {
+		return t.validToken(pass)
+	}
+	if auth != "" {
+		return t.valid(auth)
+	}
+	if p := r.URL.Query().Get("p"); p != "" {
+		return t.validToken(p)
+	}
+	return false
 }

@@ -47,3 +47,17 @@ func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 	})
 	return mux
 }
+
+// HandleWrites registers the write APIs on mux: Arc's MessagePack API
+// (columnar and row format) and the three line-protocol endpoints, which
+// all store through arc.
+func HandleWrites(mux *http.ServeMux, arc *MsgpackHandler, tokens *Tokens) {
+	mux.Handle("POST "+PathWriteMsgpack, tokens.RequireHTTP(arc))
+	for path, dialect := range map[string]Dialect{
+		PathWriteLineProtocol: DialectArc,
+		PathWriteInfluxV1:     DialectInfluxV1,
+		PathWriteInfluxV2:     DialectInfluxV2,
+	} {
+		mux.Handle("POST "+path, &LineProtocolHandler{Arc: arc, Tokens: tokens, Dialect: dialect})
+	}
+}

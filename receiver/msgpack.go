@@ -49,8 +49,13 @@ type MsgpackHandler struct {
 	MaxDecodedBytes int64
 	// Limits bound columns, string values and partitions per request
 	// (zero fields take storage's defaults).
-	Limits  storage.Limits
-	Metrics *Metrics // nil records nothing
+	Limits storage.Limits
+	// MaxDecodedMemory bounds the memory a request's decoded columns take
+	// (arcmsgpack.Budget): charged before each allocation, 413 past it.
+	// It bounds what one request costs, whatever its body claims;
+	// arcmsgpack.DefaultMaxBytes when 0.
+	MaxDecodedMemory int64
+	Metrics          *Metrics // nil records nothing
 }
 
 // httpError is an answer other than 204.
@@ -97,20 +102,27 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ms, err := arcmsgpack.Decode(body)
+	ms, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(h.MaxDecodedMemory))
 	if err != nil {
-		return fail(http.StatusBadRequest, "%v", err)
+		return decodeError(err)
 	}
-	return h.StoreMeasurements(r.Context(), database, ms, arrived)
+	return h.store(r.Context(), database, ms, arrived)
 }
 
-// StoreMeasurements is the one way decoded Arc-protocol measurements
-// (MessagePack, line protocol) reach the store: every measurement is
-// checked (name rules, -max-columns, -max-string-bytes, then
-// -max-partitions-per-request over the whole request) before any is
-// stored, then all are stored in one WAL commit. The error is an
-// *httpError with the status to answer.
-func (h *MsgpackHandler) StoreMeasurements(ctx context.Context, database string, ms []arcmsgpack.Measurement, arrived time.Time) error {
+// decodeError answers a body the decoders refused: 413 past the memory
+// budget, else 400.
+func decodeError(err error) error {
+	if errors.Is(err, arcmsgpack.ErrTooLarge) {
+		return fail(http.StatusRequestEntityTooLarge, "%v", err)
+	}
+	return fail(http.StatusBadRequest, "%v", err)
+}
+
+// store checks every decoded measurement, turns it into a batch and stores
+// them all in one WAL commit. Every write API (MessagePack columnar and
+// row format, line protocol) ends here, so they share one set of checks
+// and limits.
+func (h *MsgpackHandler) store(ctx context.Context, database string, ms []arcmsgpack.Measurement, arrived time.Time) error {
 	batches := make([]storage.Batch, 0, len(ms))
 	defer func() {
 		for _, b := range batches {
@@ -119,12 +131,15 @@ func (h *MsgpackHandler) StoreMeasurements(ctx context.Context, database string,
 	}()
 	// Everything is checked before anything is stored: a bad measurement
 	// anywhere in the request rejects all of it.
-	for _, m := range ms {
-		b, err := h.batch(database, &m)
+	for i := range ms {
+		b, err := h.batch(database, &ms[i])
 		if err != nil {
 			return err
 		}
 		batches = append(batches, b)
+		// Its columns are in the record now: let them go before the next
+		// measurement is built, so a request never holds both whole.
+		ms[i] = arcmsgpack.Measurement{}
 	}
 	if err := h.Limits.CheckRequest(batches); err != nil {
 		return checkError(err)
@@ -216,7 +231,7 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBody {
 		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, maxBody)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, err := readAll(r.Body, r.ContentLength, maxBody)
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "read body: %v", err)
 	}
@@ -243,7 +258,7 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	default:
 		return body, nil
 	}
-	decoded, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
+	decoded, err := readAll(zr, 0, maxDecoded)
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "%s body: %v", kind, err)
 	}
@@ -251,4 +266,35 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 		return nil, fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", kind, maxDecoded)
 	}
 	return decoded, nil
+}
+
+// readAll reads up to limit+1 bytes (one more tells a reader past the
+// limit). The buffer is sized from hint (a Content-Length, at most limit)
+// when there is one and doubles otherwise, so reading n bytes allocates
+// under 2n plus the final buffer (io.ReadAll grows a large slice by a
+// quarter at a time).
+func readAll(r io.Reader, hint, limit int64) ([]byte, error) {
+	size := int64(512)
+	if hint > 0 && hint <= limit {
+		size = hint + 1 // room to see the end of the body without growing
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return buf, nil
+			}
+			next := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			copy(next, buf)
+			buf = next
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }

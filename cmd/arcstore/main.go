@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/upload"
@@ -64,6 +65,8 @@ type config struct {
 	httpReadTimeout time.Duration
 	httpIdleTimeout time.Duration
 	maxGRPCStreams  uint
+
+	maxDecodedMemory int64 // -max-decoded-memory
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -79,7 +82,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("arcstore", flag.ContinueOnError)
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the WAL and the Parquet files")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", "127.0.0.1:8815", "Arrow Flight (gRPC) listen address")
-	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack)")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack, line protocol on /api/v1/write/line-protocol, /write, /api/v2/write)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
 	fs.Int64Var(&c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this many bytes are buffered")
@@ -103,6 +106,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.limits.MaxColumns, "max-columns", storage.DefaultMaxColumns, "most columns of one measurement in an Arc-protocol write, time included (413 past it)")
 	fs.IntVar(&c.limits.MaxStringBytes, "max-string-bytes", storage.DefaultMaxStringBytes, "largest string value in an Arc-protocol write (413 past it)")
 	fs.IntVar(&c.limits.MaxPartitionsPerRequest, "max-partitions-per-request", storage.DefaultMaxPartitionsPerRequest, "most partitions (table and UTC hour) one Arc-protocol write may touch (413 past it)")
+	fs.Int64Var(&c.maxDecodedMemory, "max-decoded-memory", arcmsgpack.DefaultMaxBytes, "most memory one write request's decoded columns may take (MessagePack and line protocol), charged before each allocation (413 past it)")
 	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
 	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
@@ -271,9 +275,10 @@ func run(c config, log *slog.Logger) error {
 	mux.Handle("/", receiver.NewHTTPHandler(store, ready...))
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
 	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
-	mux.Handle("POST "+receiver.PathWriteMsgpack, tokens.RequireHTTP(&receiver.MsgpackHandler{
-		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded, Limits: c.limits, Metrics: metrics,
-	}))
+	receiver.HandleWrites(mux, &receiver.MsgpackHandler{
+		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded,
+		MaxDecodedMemory: c.maxDecodedMemory, Limits: c.limits, Metrics: metrics,
+	}, tokens)
 	hs := newHTTPServer(c, mux)
 	if uploader != nil {
 		if err := uploader.Start(store); err != nil {

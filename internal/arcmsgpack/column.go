@@ -228,15 +228,21 @@ func (col *Column) AppendFloat(v float64) error {
 	return col.valid()
 }
 
-// AppendString appends a string, which must be valid UTF-8.
+// AppendString appends a string, which must be valid UTF-8; its bytes are
+// charged to the budget.
 func (col *Column) AppendString(v string) error {
+	if err := col.budget.take(int64(len(v))); err != nil {
+		return err
+	}
+	return col.appendString(v)
+}
+
+// appendString appends a string whose bytes were charged already.
+func (col *Column) appendString(v string) error {
 	if !utf8.ValidString(v) {
 		return col.bad("string is not valid UTF-8")
 	}
 	if err := col.want(KindString); err != nil {
-		return err
-	}
-	if err := col.budget.take(int64(len(v))); err != nil {
 		return err
 	}
 	var err error

@@ -2,6 +2,7 @@ package arcmsgpack
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +69,7 @@ func Decode(body []byte) ([]Measurement, error) {
 // objects become one Measurement each, in payload order; row-format
 // records are gathered per measurement name after them.
 func DecodeWithin(body []byte, b *Budget) ([]Measurement, error) {
-	d := &decoder{dec: msgpack.NewDecoder(bytes.NewReader(body)), budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
+	d := &decoder{dec: newSource(body), budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
 	c, err := d.dec.PeekCode()
 	if err != nil {
 		return nil, inputErr("empty or truncated body")
@@ -95,7 +96,7 @@ func DecodeWithin(body []byte, b *Budget) ([]Measurement, error) {
 }
 
 type decoder struct {
-	dec    *msgpack.Decoder
+	dec    *source
 	budget *Budget
 	out    []Measurement // columnar objects
 	rows   *Rows
@@ -197,7 +198,7 @@ func (d *decoder) item(n int, where string, top bool) error {
 			if err != nil || !msgpcode.IsString(c) {
 				return wrap(inputErr("%q must be a string", keyMeasurement))
 			}
-			if m.Name, err = d.dec.DecodeString(); err != nil {
+			if m.Name, err = d.dec.str(nil); err != nil {
 				return wrap(inputErr("truncated %q", keyMeasurement))
 			}
 		case keyColumns:
@@ -404,19 +405,17 @@ func (d *decoder) scalar(what string) (any, error) {
 		}
 		return v, nil
 	case msgpcode.IsString(c):
-		v, err := d.dec.DecodeString()
+		// Charged when it is stored in its column.
+		v, err := d.dec.str(nil)
 		if err != nil {
 			return nil, bad("truncated")
-		}
-		if err := d.budget.take(int64(len(v))); err != nil {
-			return nil, err
 		}
 		return v, nil
 	}
 	return nil, bad(fmt.Sprintf("unsupported msgpack type 0x%02x (want int, float, string, bool or nil)", c))
 }
 
-func decodeKey(d *msgpack.Decoder, where string) (string, error) {
+func decodeKey(d *source, where string) (string, error) {
 	c, err := d.PeekCode()
 	if err != nil {
 		return "", inputErr("truncated %s map", where)
@@ -424,7 +423,7 @@ func decodeKey(d *msgpack.Decoder, where string) (string, error) {
 	if !msgpcode.IsString(c) {
 		return "", inputErr("%s map has a non-string key", where)
 	}
-	s, err := d.DecodeString()
+	s, err := d.str(nil)
 	if err != nil {
 		return "", inputErr("truncated %s key", where)
 	}
@@ -449,7 +448,7 @@ func (m *Measurement) finish(seen map[string]bool) error {
 	return nil
 }
 
-func (m *Measurement) decodeColumns(d *msgpack.Decoder, b *Budget) error {
+func (m *Measurement) decodeColumns(d *source, b *Budget) error {
 	c, err := d.PeekCode()
 	if err != nil || !isMap(c) {
 		return inputErr("%q must be a map of column name to values", keyColumns)
@@ -506,7 +505,7 @@ func checkColumnName(name string) error {
 	return nil
 }
 
-func decodeColumn(d *msgpack.Decoder, name string, b *Budget) (Column, error) {
+func decodeColumn(d *source, name string, b *Budget) (Column, error) {
 	c, err := d.PeekCode()
 	if err != nil || !isArray(c) {
 		return Column{}, inputErr("column %q must be an array", name)
@@ -530,7 +529,7 @@ func decodeColumn(d *msgpack.Decoder, name string, b *Budget) (Column, error) {
 	return col, nil
 }
 
-func (col *Column) add(d *msgpack.Decoder) error {
+func (col *Column) add(d *source) error {
 	c, err := d.PeekCode()
 	if err != nil {
 		return inputErr("column %q: truncated at row %d", col.Name, col.rows)
@@ -568,11 +567,64 @@ func (col *Column) add(d *msgpack.Decoder) error {
 		}
 		return col.AppendFloat(v)
 	case msgpcode.IsString(c):
-		v, err := d.DecodeString()
+		v, err := d.str(col.budget)
 		if err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				return err
+			}
 			return col.bad("truncated")
 		}
-		return col.AppendString(v)
+		return col.appendString(v)
 	}
 	return col.bad("unsupported msgpack type 0x%02x (want int, float, string, bool or nil)", c)
+}
+
+// source is the body being decoded. msgpack allocates the length a string
+// claims before reading it, so str checks the claim against what is left
+// of the body, and charges it, first.
+type source struct {
+	*msgpack.Decoder
+	body []byte
+	rd   *bytes.Reader
+}
+
+func newSource(body []byte) *source {
+	rd := bytes.NewReader(body)
+	// bytes.Reader is an io.ByteScanner: the decoder reads it directly,
+	// without a buffer, so rd.Len() is exactly what is left.
+	return &source{Decoder: msgpack.NewDecoder(rd), body: body, rd: rd}
+}
+
+var errClaim = errors.New("string longer than the rest of the body")
+
+// str decodes a string; b, when set, is charged its bytes before they are
+// allocated.
+func (s *source) str(b *Budget) (string, error) {
+	pos := len(s.body) - s.rd.Len()
+	if pos >= len(s.body) {
+		return "", io.ErrUnexpectedEOF
+	}
+	rest := s.body[pos:]
+	var n, hdr int
+	switch c := rest[0]; {
+	case msgpcode.IsFixedString(c):
+		n, hdr = int(c&msgpcode.FixedStrMask), 1
+	case c == msgpcode.Str8 && len(rest) >= 2:
+		n, hdr = int(rest[1]), 2
+	case c == msgpcode.Str16 && len(rest) >= 3:
+		n, hdr = int(binary.BigEndian.Uint16(rest[1:])), 3
+	case c == msgpcode.Str32 && len(rest) >= 5:
+		n, hdr = int(binary.BigEndian.Uint32(rest[1:])), 5
+	default:
+		return "", io.ErrUnexpectedEOF
+	}
+	if n > len(rest)-hdr {
+		return "", errClaim
+	}
+	if b != nil {
+		if err := b.take(int64(n)); err != nil {
+			return "", err
+		}
+	}
+	return s.DecodeString()
 }

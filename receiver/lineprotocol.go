@@ -1,0 +1,138 @@
+package receiver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+	"github.com/arc-otel/arc-otel/internal/lineproto"
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// The line-protocol write endpoints: Arc's own, and InfluxDB 1.x's and
+// 2.x's, which Telegraf and InfluxDB client libraries write to.
+const (
+	PathWriteLineProtocol = "/api/v1/write/line-protocol"
+	PathWriteInfluxV1     = "/write"
+	PathWriteInfluxV2     = "/api/v2/write"
+)
+
+// Dialect is which API a line-protocol endpoint speaks: where it takes the
+// database and precision from, how it checks tokens and how it words
+// errors.
+type Dialect int
+
+// Dialects.
+const (
+	// DialectArc: database from x-arc-database, ?precision=, errors as
+	// {"error": ...}, bearer tokens.
+	DialectArc Dialect = iota
+	// DialectInfluxV1: ?db= (x-arc-database wins, as in Arc), ?precision=
+	// n/ns/u/us/ms/s/m/h, tokens also as ?p= or basic auth, errors as
+	// {"error": ...}.
+	DialectInfluxV1
+	// DialectInfluxV2: ?bucket= (org is ignored), ?precision=
+	// ns/us/ms/s, "Token" or "Bearer" tokens, errors as
+	// {"code": ..., "message": ...}.
+	DialectInfluxV2
+)
+
+// LineProtocolHandler takes line-protocol writes. It decodes the whole
+// body into the columns the MessagePack API decodes to and stores them
+// through the same path (Arc's checks, limits, one WAL commit per
+// request), answering 204 only once that commit is durable. A bad line
+// refuses the whole request with 400 and its line number.
+type LineProtocolHandler struct {
+	Arc     *MsgpackHandler // the shared store path, its limits and metrics
+	Tokens  *Tokens         // nil or empty: no authentication
+	Dialect Dialect
+}
+
+func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	err := h.write(r)
+	if err == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var he *httpError
+	if !errors.As(err, &he) {
+		he = fail(http.StatusInternalServerError, "%v", err)
+	}
+	h.Arc.Log.Warn("line protocol write rejected", "path", r.URL.Path, "status", he.status, "error", he.msg, "remote", r.RemoteAddr)
+	switch he.status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="arcstore"`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	var body any
+	switch h.Dialect {
+	case DialectInfluxV2:
+		body = map[string]string{"code": influxCode(he.status), "message": he.msg}
+	case DialectInfluxV1:
+		w.Header().Set("X-Influxdb-Error", he.msg)
+		body = map[string]string{"error": he.msg}
+	default:
+		body = map[string]string{"error": he.msg}
+	}
+	w.WriteHeader(he.status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// influxCode is InfluxDB 2.x's error code for a status.
+func influxCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusRequestEntityTooLarge:
+		return "request too large"
+	case http.StatusTooManyRequests:
+		return "too many requests"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	return "internal error"
+}
+
+func (h *LineProtocolHandler) write(r *http.Request) error {
+	arrived := time.Now()
+	if h.Tokens.Enabled() && !h.Tokens.validInflux(r) {
+		return fail(http.StatusUnauthorized, "missing or invalid token (send \"Authorization: Bearer <token>\" or \"Token <token>\")")
+	}
+	q := r.URL.Query()
+	database := r.Header.Get(HeaderDatabase)
+	if database == "" {
+		switch h.Dialect {
+		case DialectInfluxV1:
+			database = q.Get("db")
+		case DialectInfluxV2:
+			// A 1.x-compatible bucket is "db/retention-policy".
+			database, _, _ = strings.Cut(q.Get("bucket"), "/")
+		}
+	}
+	if database == "" {
+		database = defaultDatabase
+	}
+	if err := storage.CheckName("database", database); err != nil {
+		return fail(http.StatusBadRequest, "database: %v", err)
+	}
+	prec, err := lineproto.ParsePrecision(q.Get("precision"), h.Dialect == DialectInfluxV1)
+	if err != nil {
+		return fail(http.StatusBadRequest, "%v", err)
+	}
+	body, err := h.Arc.readBody(r)
+	if err != nil {
+		return err
+	}
+	ms, err := lineproto.Decode(body, prec, arrived.UnixNano(), arcmsgpack.NewBudget(h.Arc.MaxDecodedMemory))
+	if err != nil {
+		return decodeError(err)
+	}
+	return h.Arc.store(r.Context(), database, ms, arrived)
+}
