@@ -3,7 +3,9 @@ package arcexporter
 import (
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -44,25 +46,66 @@ var (
 	_ confmap.Unmarshaler = (*Config)(nil)
 )
 
-// Unmarshal makes batch_size size the queue's batches too, unless
-// sending_queue::batch sets sizes of its own. Without it a batch_size above
-// the queue's default of 1000 items would have no effect: every request
-// would hold at most 1000 rows, so every Arrow batch would too.
+// Unmarshal fills in the defaults that depend on other settings:
+//
+//   - tls: unset, a loopback endpoint is plaintext (the sidecar listens
+//     without TLS on loopback by default) and any other endpoint uses TLS;
+//     tls settings without tls::insecure mean TLS.
+//   - sending_queue with storage: wait_for_result (the default, which
+//     exporterhelper refuses with storage) and the batcher (which breaks
+//     exactly once after a crash, see persistentBatching) are off unless
+//     set.
+//   - batch_size sizes the queue's batches too, unless
+//     sending_queue::batch sets sizes of its own. Without it a batch_size
+//     above the queue's default of 1000 items would have no effect: every
+//     request would hold at most 1000 rows, so every Arrow batch would too.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	if err := conf.Unmarshal(c); err != nil {
 		return err
 	}
-	if !conf.IsSet("batch_size") || conf.IsSet("sending_queue::batch::min_size") ||
-		conf.IsSet("sending_queue::batch::max_size") || !c.QueueConfig.HasValue() {
+	if !conf.IsSet("tls::insecure") {
+		c.TLS.Insecure = !conf.IsSet("tls") && isLoopback(c.Endpoint)
+	}
+	if !c.QueueConfig.HasValue() {
 		return nil
 	}
 	q := c.QueueConfig.Get()
+	if q.StorageID != nil {
+		if !conf.IsSet("sending_queue::wait_for_result") {
+			q.WaitForResult = false
+		}
+		if !conf.IsSet("sending_queue::batch") {
+			q.Batch = configoptional.None[exporterhelper.BatchConfig]()
+		}
+	}
+	if !conf.IsSet("batch_size") || conf.IsSet("sending_queue::batch::min_size") ||
+		conf.IsSet("sending_queue::batch::max_size") {
+		return nil
+	}
 	if !q.Batch.HasValue() || q.Batch.Get().Sizer != exporterhelper.RequestSizerTypeItems {
 		return nil
 	}
 	b := q.Batch.Get()
 	b.MinSize, b.MaxSize = int64(c.BatchSize), int64(c.BatchSize)
 	return nil
+}
+
+// isLoopback reports whether a gRPC target is on this host: a unix socket,
+// localhost or a loopback address.
+func isLoopback(endpoint string) bool {
+	if strings.HasPrefix(endpoint, "unix:") {
+		return true
+	}
+	endpoint = strings.TrimPrefix(endpoint, "dns:///")
+	host, _, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		host = endpoint
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Validate checks the settings a running exporter depends on.

@@ -1,6 +1,8 @@
 package arcexporter
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,13 +129,93 @@ func TestPersistentBatchingIsFlagged(t *testing.T) {
 		want  bool
 	}{
 		{"memory queue with its batcher", map[string]any{}, false},
-		{"persistent queue with the default batcher", map[string]any{"storage": "file_storage"}, true},
+		{"persistent queue: the batcher is off unless set", map[string]any{"storage": "file_storage"}, false},
+		{"persistent queue with a batcher set", map[string]any{"storage": "file_storage", "batch": map[string]any{"flush_timeout": "1s"}}, true},
 		{"persistent queue without batcher", map[string]any{"storage": "file_storage", "batch": map[string]any{"enabled": false}}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := NewFactory().CreateDefaultConfig().(*Config)
 			require.NoError(t, confmap.NewFromStringMap(map[string]any{"endpoint": "localhost:1", "sending_queue": tt.queue}).Unmarshal(cfg))
 			assert.Equal(t, tt.want, persistentBatching(cfg))
+		})
+	}
+}
+
+// TestQueueDefaultsKeepTheDurablePromise: an OTLP success waits for the
+// sidecar's durable ack unless the queue is persistent, where
+// exporterhelper refuses wait_for_result and the batcher would break
+// exactly once, so both are off unless set.
+func TestQueueDefaultsKeepTheDurablePromise(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		queue     map[string]any
+		wait      bool
+		batch     bool
+		wantValid bool
+	}{
+		{"default queue", nil, true, true, true},
+		{"memory queue with other settings", map[string]any{"num_consumers": 4}, true, true, true},
+		{"memory queue, wait turned off", map[string]any{"wait_for_result": false}, false, true, true},
+		{"persistent queue", map[string]any{"storage": "file_storage"}, false, false, true},
+		{"persistent queue with wait set", map[string]any{"storage": "file_storage", "wait_for_result": true}, true, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			raw := map[string]any{"endpoint": "127.0.0.1:8815"}
+			if tt.queue != nil {
+				raw["sending_queue"] = tt.queue
+			}
+			require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+			require.True(t, cfg.QueueConfig.HasValue())
+			q := cfg.QueueConfig.Get()
+			assert.Equal(t, tt.wait, q.WaitForResult)
+			assert.Equal(t, tt.batch, q.Batch.HasValue())
+			err := errors.Join(cfg.Validate(), q.Validate())
+			if tt.wantValid {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, "wait_for_result")
+			}
+		})
+	}
+}
+
+// TestTLSDefaultFollowsTheEndpoint: without tls settings a loopback
+// endpoint is plaintext, as the sidecar listens there by default, and any
+// other endpoint uses TLS; tls settings always win.
+func TestTLSDefaultFollowsTheEndpoint(t *testing.T) {
+	for _, tt := range []struct {
+		endpoint string
+		tls      map[string]any
+		insecure bool
+	}{
+		{"", nil, true}, // the default endpoint, 127.0.0.1:8815
+		{"127.0.0.1:8815", nil, true},
+		{"127.0.0.2:9000", nil, true},
+		{"localhost:8815", nil, true},
+		{"LOCALHOST:8815", nil, true},
+		{"[::1]:8815", nil, true},
+		{"dns:///localhost:8815", nil, true},
+		{"unix:///run/arcstore.sock", nil, true},
+		{"arcstore:8815", nil, false},
+		{"10.0.0.7:8815", nil, false},
+		{"sidecar.internal:8815", nil, false},
+		{"localhost.example.com:8815", nil, false},
+		{"127.0.0.1:8815", map[string]any{"insecure": false}, false},
+		{"127.0.0.1:8815", map[string]any{"ca_file": "ca.pem"}, false},
+		{"arcstore:8815", map[string]any{"insecure": true}, true},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tt.endpoint, tt.tls), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			raw := map[string]any{}
+			if tt.endpoint != "" {
+				raw["endpoint"] = tt.endpoint
+			}
+			if tt.tls != nil {
+				raw["tls"] = tt.tls
+			}
+			require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+			assert.Equal(t, tt.insecure, cfg.TLS.Insecure)
 		})
 	}
 }

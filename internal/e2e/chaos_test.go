@@ -120,6 +120,12 @@ func startLoadPast(t *testing.T, otlpAddr string, workers, n int, pause time.Dur
 	return sender, stop
 }
 
+func (s *spanSender) failedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 func (s *spanSender) ackedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -68,6 +68,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.StringVar(&c.ResultsDir, "out", "", "results folder (default loadtest/results/<time>-<scenario>)")
 	fs.DurationVar(&c.Interval, "interval", 5*time.Second, "progress interval")
 	fs.IntVar(&c.QueueSize, "queue-size", 100_000, "arc exporter sending queue, items (it blocks when full)")
+	fs.StringVar(&c.ExporterExtra, "exporter-yaml", "", "extra arc exporter settings, YAML flow style (e.g. 'sending_queue: {wait_for_result: false, num_consumers: 16}' replaces the queue line)")
 	fs.StringVar(&c.CollectorPprof, "collector-pprof", "", "serve our collector's pprof here (host:port), to profile a run")
 	sidecarArgs := fs.String("sidecar-args", "", "extra arcstore flags, space-separated")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 5*time.Minute, "longest wait for the collector to empty its queue after the load")

@@ -79,6 +79,7 @@ type Config struct {
 	ResultsDir     string
 	Interval       time.Duration
 	QueueSize      int
+	ExporterExtra  string // YAML added to the arc exporter's settings
 	SidecarArgs    []string
 	// CollectorPprof is where our stack's collector serves pprof, if set.
 	CollectorPprof string

@@ -131,7 +131,7 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	if IsArc(r.Scenario) {
 		mode = stack.SidecarOnly
 	}
-	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: mode, QueueSize: r.QueueSize, SidecarArgs: r.SidecarArgs}
+	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: mode, QueueSize: r.QueueSize, ExporterExtra: r.ExporterExtra, SidecarArgs: r.SidecarArgs}
 	if export == stack.ExportArc {
 		opts.CollectorPprof = r.CollectorPprof
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,8 +34,12 @@ type Options struct {
 	// QueueSize is the arc exporter's sending queue in items; full, it
 	// blocks the receiver instead of refusing, so backpressure reaches the
 	// sender as latency.
-	QueueSize   int
-	SidecarArgs []string
+	QueueSize int
+	// ExporterExtra is one YAML line (flow style) added to the arc
+	// exporter's settings, to compare queue settings; one that sets
+	// sending_queue replaces the queue line above.
+	ExporterExtra string
+	SidecarArgs   []string
 	// CollectorPprof, when set, serves the collector's pprof extension
 	// there, for profiling a run.
 	CollectorPprof string
@@ -125,11 +130,16 @@ func collectorConfig(o Options, otlpGRPC, otlpHTTP, sidecar, health string, metr
 		if queue <= 0 {
 			queue = 100_000
 		}
+		queueYAML := fmt.Sprintf("sending_queue: {enabled: true, queue_size: %d, block_on_overflow: true}", queue)
+		if strings.Contains(o.ExporterExtra, "sending_queue:") {
+			queueYAML = ""
+		}
 		exporter = fmt.Sprintf(`arc:
     endpoint: %q
     tls: {insecure: true}
-    sending_queue: {enabled: true, queue_size: %d, block_on_overflow: true}
-    retry_on_failure: {enabled: true, initial_interval: 50ms, max_interval: 1s, max_elapsed_time: 0s}`, sidecar, queue)
+    %s
+    retry_on_failure: {enabled: true, initial_interval: 50ms, max_interval: 1s, max_elapsed_time: 0s}
+    %s`, sidecar, queueYAML, o.ExporterExtra)
 	}
 	pprofExt, pprofName := "", ""
 	if o.CollectorPprof != "" {
