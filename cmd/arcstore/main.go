@@ -53,6 +53,9 @@ type config struct {
 	clickhouseConfig string
 	parquet          bool
 	maxWALBytes      int64
+
+	pprofAddr   string
+	showVersion bool
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -71,8 +74,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
-	fs.Int64Var(&c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this many bytes are buffered")
-	fs.Int64Var(&c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered bytes past which writes are refused with RESOURCE_EXHAUSTED")
+	sizeVar(fs, &c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this `size` is buffered (bytes, or with a unit: KiB, MiB, GiB, KB, MB, GB)")
+	sizeVar(fs, &c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered `size` past which writes are refused with RESOURCE_EXHAUSTED")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for open streams before closing them")
@@ -83,13 +86,15 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
 	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md)")
 	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h")
-	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
-	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
-	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
+	sizeVar(fs, &c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit (a `size`) of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
+	sizeVar(fs, &c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body (a `size`), as sent (413 past it)")
+	sizeVar(fs, &c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body (a `size`) after gzip/zstd decompression (413 past it)")
 	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
-	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
+	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see docs/CLICKHOUSE.md)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
-	fs.Int64Var(&c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL bytes on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
+	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this `address`, e.g. 127.0.0.1:6060 (off by default; unauthenticated: keep it on loopback)")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -101,7 +106,7 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-retention: %w", err)
 	}
 	if c.maxBufferBytes > 0 && c.memoryLimit > 0 && c.maxBufferBytes > c.memoryLimit/2 {
-		return c, fmt.Errorf("-max-buffer-bytes %d is over half of -memory-limit %d: buffered batches and the flush that encodes them must both fit", c.maxBufferBytes, c.memoryLimit)
+		return c, fmt.Errorf("-max-buffer-bytes %s is over half of -memory-limit %s: buffered batches and the flush that encodes them must both fit", formatSize(c.maxBufferBytes), formatSize(c.memoryLimit))
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("-tls-cert-file and -tls-key-file go together")
@@ -141,6 +146,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "arcstore:", err)
 		os.Exit(2)
+	}
+	if c.showVersion {
+		fmt.Println(versionLine())
+		os.Exit(0)
 	}
 	log, err := newLogger(c)
 	if err != nil {
@@ -211,6 +220,16 @@ func run(c config, log *slog.Logger) error {
 		store.Close()
 		return fmt.Errorf("listen http: %w", err)
 	}
+	if c.pprofAddr != "" {
+		ps, _, err := startPprof(c.pprofAddr, log)
+		if err != nil {
+			httpLis.Close()
+			grpcLis.Close()
+			store.Close()
+			return err
+		}
+		defer ps.Close()
+	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(64 << 20),
 		grpc.ChainStreamInterceptor(tokens.StreamInterceptor()),
@@ -234,7 +253,7 @@ func run(c config, log *slog.Logger) error {
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLis) }()
 	go func() { errc <- hs.Serve(httpLis) }()
-	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
+	log.Info("arcstore ready", "version", versionString(), "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
 		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr)
 
 	sig := make(chan os.Signal, 1)

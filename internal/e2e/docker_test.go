@@ -48,14 +48,16 @@ func waitOK(t *testing.T, url string, timeout time.Duration) {
 // TestDockerCompose brings up the images with docker-compose (host network,
 // loopback addresses), sends spans, restarts the sidecar's container, sends
 // more, and checks every span the collector accepted is in the Parquet files
-// on the named volume. It needs a Docker engine: make test starts one
-// (deploy/engine.sh) where it can, and the test says why it skips elsewhere.
+// on the named volume. It needs a Docker engine and docker-compose: make
+// test uses one that is running, installs and starts one only when asked
+// (DOCKER=install, or CI=true; deploy/engine.sh), and otherwise the test
+// skips and says how to run it.
 func TestDockerCompose(t *testing.T) {
 	if err := exec.Command("docker", "info").Run(); err != nil {
-		t.Skip("no Docker engine (make engine starts one as root on Debian):", err)
+		t.Skip("no Docker engine; `make test DOCKER=install` installs and starts one (as root on Debian):", err)
 	}
 	if _, err := exec.LookPath("docker-compose"); err != nil {
-		t.Skip("no docker-compose (make engine installs it as root on Debian)")
+		t.Skip("no docker-compose; `make test DOCKER=install` installs it (as root on Debian)")
 	}
 	make := exec.Command("make", "-C", repoRoot, "images")
 	out, err := make.CombinedOutput()
