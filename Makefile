@@ -103,9 +103,9 @@ $(CHDB):
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/chdb chdb-core==$(CHDB_VERSION)
 
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the
-# collector, then the sidecar flushes every buffered row and exits. The
-# DuckDB CLI is for the README's first query.
-run: build $(DUCKDB)
+# collector, then the sidecar flushes every buffered row and exits.
+# telemetrygen and the DuckDB CLI are for the README's first spans and query.
+run: build $(TELEMETRYGEN) $(DUCKDB)
 	@mkdir -p $(DATA_DIR)
 	@bin/arcstore -data-dir $(DATA_DIR) & pid=$$!; \
 	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
