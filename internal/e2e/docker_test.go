@@ -72,6 +72,10 @@ func TestDockerCompose(t *testing.T) {
 	require.NoError(t, err, "the clickhouse profile is valid: %s", out)
 	assert.Contains(t, string(out), "clickhouse/clickhouse-server", "the profile adds the server")
 	assert.Contains(t, string(out), "clickhouse:9000", "and points the sidecar at it")
+	out, err = exec.Command("docker-compose", "-f", filepath.Join(repoRoot, "docker-compose.yml"), "--profile", "grafana", "config").CombinedOutput()
+	require.NoError(t, err, "the grafana profile is valid: %s", out)
+	assert.Contains(t, string(out), "prom/prometheus", "the profile adds the Prometheus the dashboard reads")
+	assert.Contains(t, string(out), "deploy/prometheus/prometheus.yml")
 
 	ports := map[string]int{}
 	for _, k := range []string{"ARC_GRPC_PORT", "ARC_HTTP_PORT", "OTLP_GRPC_PORT", "OTLP_HTTP_PORT", "HEALTH_PORT", "METRICS_PORT"} {

@@ -97,3 +97,89 @@ func TestReadmeNewcomerPath(t *testing.T) {
 	assert.EqualValues(t, 2000, rows[0]["count_star()"])
 	assert.Positive(t, rows[0]["p95_ms"])
 }
+
+// docFiles are the repository's Markdown files a reader opens.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != repoRoot && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata" || d.Name() == "results" || d.Name() == "data") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	return files
+}
+
+// anchor is GitHub's id for a Markdown heading.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestReadmeLinksAndWording checks every relative link of the docs points
+// at a file (and heading) that exists, so moving a section cannot strand
+// its links, and that the docs speak to readers: no internal planning
+// names or issue numbers they cannot look up.
+func TestReadmeLinksAndWording(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile("(?m)^#{1,6} (.+)$")
+	internal := regexp.MustCompile(`\bBRIEF\b|[Tt]he specification|\b[Ii]ssue #?\d+|(^|\s)#\d+\b`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		a := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(data), ""), -1) {
+			a[anchor(m[1])] = true
+		}
+		anchors[path] = a
+		return a
+	}
+	for _, f := range docFiles(t) {
+		rel, _ := filepath.Rel(repoRoot, f)
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		text := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(data), "")
+		for _, m := range internal.FindAllString(text, -1) {
+			t.Errorf("%s mentions %q, which readers cannot look up", rel, strings.TrimSpace(m))
+		}
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, frag, _ := strings.Cut(target, "#")
+			dest := f
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(f), path)
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s links to %s, which does not exist", rel, target)
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(dest, ".md") {
+				assert.True(t, anchorsOf(dest)[frag], "%s links to %s: no such heading", rel, target)
+			}
+		}
+	}
+}
