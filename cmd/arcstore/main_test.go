@@ -1,11 +1,13 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"testing"
 
@@ -221,4 +223,27 @@ func TestPprofListener(t *testing.T) {
 
 	_, _, err = startPprof(addr, quiet)
 	assert.ErrorContains(t, err, "listen pprof", "a taken address is an error, not a silent no-op")
+}
+
+// TestFlagsDocumented checks every flag arcstore accepts has a row in
+// docs/SIDECAR.md, the reference a user reads.
+func TestFlagsDocumented(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w // the flag set prints its usage to os.Stderr
+	_, perr := parseFlags([]string{"-h"})
+	os.Stderr = stderr
+	require.NoError(t, w.Close())
+	usage, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.ErrorIs(t, perr, flag.ErrHelp)
+
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "SIDECAR.md"))
+	require.NoError(t, err)
+	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(string(usage), -1)
+	require.Greater(t, len(names), 20, "usage lists the flags:\n%s", usage)
+	for _, m := range names {
+		assert.Contains(t, string(doc), "`-"+m[1]+"`", "docs/SIDECAR.md documents -%s", m[1])
+	}
 }
