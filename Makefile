@@ -20,7 +20,7 @@ PYARROW     := $(TOOLS)/py/pyarrow
 CHDB        := $(TOOLS)/chdb/chdb
 DATA_DIR    ?= ./data
 # What `arcstore -version` prints: the git tag and commit of the checkout.
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+VERSION     := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 # DOCKER=install lets `make test` install docker.io and docker-compose and
 # start a root dockerd for TestDockerCompose (Debian); CI=true implies it.
 # Otherwise an engine already running is used, and the test skips without one.
