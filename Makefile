@@ -22,6 +22,12 @@ CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
 PYCLIENTS   := $(TOOLS)/pyclients/.installed
 DATA_DIR    ?= ./data
+# What `arcstore -version` prints: the git tag and commit of the checkout.
+VERSION     := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# DOCKER=install lets `make test` install docker.io and docker-compose and
+# start a root dockerd for TestDockerCompose (Debian); CI=true implies it.
+# Otherwise an engine already running is used, and the test skips without one.
+DOCKER      ?= $(if $(filter true 1,$(CI)),install,)
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './.tools/*') go.mod go.sum
 
@@ -35,7 +41,7 @@ all: build
 build: bin/arcstore bin/otelcol-arc bin/arcload bin/healthcheck
 
 bin/arcstore: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/arcstore
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/arcstore
 
 bin/healthcheck: $(GO_SOURCES)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/healthcheck
@@ -114,7 +120,8 @@ $(PYCLIENTS): tools/python-clients.txt
 
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the
 # collector, then the sidecar flushes every buffered row and exits.
-run: build
+# telemetrygen and the DuckDB CLI are for the README's first spans and query.
+run: build $(TELEMETRYGEN) $(DUCKDB)
 	@mkdir -p $(DATA_DIR)
 	@bin/arcstore -data-dir $(DATA_DIR) & pid=$$!; \
 	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
@@ -126,10 +133,11 @@ run: build
 test: tools build engine
 	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 20m ./...
 
-# A Docker engine for TestDockerCompose (installed and started as root on
-# Debian; elsewhere the test skips and says why).
+# A Docker engine for TestDockerCompose: with DOCKER=install (or CI=true)
+# installed and started as root on Debian; otherwise only one already
+# running is used, and the test skips and says how to run it.
 engine:
-	@deploy/engine.sh
+	@DOCKER=$(DOCKER) deploy/engine.sh
 
 # The two images, from the static binaries in bin/ (no registry needed).
 images: build

@@ -67,6 +67,9 @@ type config struct {
 	maxGRPCStreams  uint
 
 	maxDecodedMemory int64 // -max-decoded-memory
+
+	pprofAddr   string
+	showVersion bool
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -85,8 +88,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack, line protocol on /api/v1/write/line-protocol, /write, /api/v2/write)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
-	fs.Int64Var(&c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this many bytes are buffered")
-	fs.Int64Var(&c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered bytes past which writes are refused with RESOURCE_EXHAUSTED")
+	sizeVar(fs, &c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this `size` is buffered (bytes, or with a unit: KiB, MiB, GiB, KB, MB, GB)")
+	sizeVar(fs, &c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered `size` past which writes are refused with RESOURCE_EXHAUSTED")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for open streams before closing them")
@@ -97,23 +100,25 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
 	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md)")
 	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h")
-	fs.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
-	fs.Int64Var(&c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body, as sent (413 past it)")
-	fs.Int64Var(&c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body after gzip/zstd decompression (413 past it)")
+	sizeVar(fs, &c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit (a `size`) of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
+	sizeVar(fs, &c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body (a `size`), as sent (413 past it)")
+	sizeVar(fs, &c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body (a `size`) after gzip/zstd decompression (413 past it)")
 	fs.DurationVar(&c.httpReadTimeout, "http-read-timeout", defaultHTTPReadTimeout, "longest time to read one HTTP request, body included; a slower client is cut off")
 	fs.DurationVar(&c.httpIdleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout, "how long an idle HTTP keep-alive connection stays open")
 	fs.UintVar(&c.maxGRPCStreams, "max-grpc-streams", defaultMaxGRPCStreams, "most concurrent Arrow Flight streams per client connection (each can hold a batch in memory)")
 	fs.IntVar(&c.limits.MaxColumns, "max-columns", storage.DefaultMaxColumns, "most columns of one measurement in an Arc-protocol write, time included (413 past it)")
 	fs.IntVar(&c.limits.MaxStringBytes, "max-string-bytes", storage.DefaultMaxStringBytes, "largest string value in an Arc-protocol write (413 past it)")
 	fs.IntVar(&c.limits.MaxPartitionsPerRequest, "max-partitions-per-request", storage.DefaultMaxPartitionsPerRequest, "most partitions (table and UTC hour) one Arc-protocol write may touch (413 past it)")
-	fs.Int64Var(&c.maxDecodedMemory, "max-decoded-memory", arcmsgpack.DefaultMaxBytes, "most memory one write request's decoded columns may take (MessagePack and line protocol), charged before each allocation (413 past it)")
+	sizeVar(fs, &c.maxDecodedMemory, "max-decoded-memory", arcmsgpack.DefaultMaxBytes, "most memory (a `size`) one write request's decoded columns may take (MessagePack and line protocol), charged before each allocation (413 past it)")
 	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
-	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see README)")
+	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see docs/CLICKHOUSE.md)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
-	fs.Int64Var(&c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL bytes on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
+	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	c.s3.register(fs)
 	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL segment is corrupt: truncate it at the bad record and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this `address`, e.g. 127.0.0.1:6060 (off by default; unauthenticated: keep it on loopback)")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -125,7 +130,7 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-retention: %w", err)
 	}
 	if c.maxBufferBytes > 0 && c.memoryLimit > 0 && c.maxBufferBytes > c.memoryLimit/2 {
-		return c, fmt.Errorf("-max-buffer-bytes %d is over half of -memory-limit %d: buffered batches and the flush that encodes them must both fit", c.maxBufferBytes, c.memoryLimit)
+		return c, fmt.Errorf("-max-buffer-bytes %s is over half of -memory-limit %s: buffered batches and the flush that encodes them must both fit", formatSize(c.maxBufferBytes), formatSize(c.memoryLimit))
 	}
 	if c.dedupWindow <= 0 {
 		return c, errors.New("-dedup-window must be positive: without it every retried batch is stored twice")
@@ -171,6 +176,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "arcstore:", err)
 		os.Exit(2)
+	}
+	if c.showVersion {
+		fmt.Println(versionLine())
+		os.Exit(0)
 	}
 	log, err := newLogger(c)
 	if err != nil {
@@ -260,6 +269,16 @@ func run(c config, log *slog.Logger) error {
 		store.Close()
 		return fmt.Errorf("listen http: %w", err)
 	}
+	if c.pprofAddr != "" {
+		ps, _, err := startPprof(c.pprofAddr, log)
+		if err != nil {
+			httpLis.Close()
+			grpcLis.Close()
+			store.Close()
+			return err
+		}
+		defer ps.Close()
+	}
 	opts := append(grpcLimits(c),
 		grpc.MaxRecvMsgSize(64<<20),
 		grpc.ChainStreamInterceptor(tokens.StreamInterceptor()),
@@ -292,7 +311,7 @@ func run(c config, log *slog.Logger) error {
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLis) }()
 	go func() { errc <- hs.Serve(httpLis) }()
-	log.Info("arcstore ready", "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
+	log.Info("arcstore ready", "version", versionString(), "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
 		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr, "s3_bucket", c.s3.bucket)
 	warnExposed(log, c, tokens.Enabled())
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -12,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/clickhouse"
 )
@@ -111,4 +116,146 @@ func TestClickHouseConfigFile(t *testing.T) {
 	s, err = clickhouseSink(config{clickhouseAddr: "127.0.0.1:9000", clickhouseConfig: write("ch.yaml", "password: in-file\n")}, quiet)
 	require.NoError(t, err)
 	assert.Equal(t, "from-env", s.Config().Password, "the environment overrides the file")
+}
+
+func TestFlagSizes(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64
+	}{
+		{"33554432", 32 << 20},
+		{"32MiB", 32 << 20},
+		{"32 MiB", 32 << 20},
+		{"32mib", 32 << 20},
+		{"128MiB", 128 << 20},
+		{"4GiB", 4 << 30},
+		{"1.5KiB", 1536},
+		{"64KiB", 64 << 10},
+		{"2KB", 2000},
+		{"32MB", 32_000_000},
+		{"1GB", 1_000_000_000},
+		{"0", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			c, err := parseFlags([]string{"-flush-bytes", tt.value, "-max-wal-bytes", tt.value, "-max-body-bytes", tt.value, "-max-decoded-bytes", tt.value})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, c.flushBytes)
+			assert.Equal(t, tt.want, c.maxWALBytes)
+			assert.Equal(t, tt.want, c.maxBody)
+			assert.Equal(t, tt.want, c.maxDecoded)
+			back := byteSize(tt.want)
+			var again byteSize
+			require.NoError(t, again.Set(back.String()), "String parses back")
+			assert.Equal(t, back, again)
+		})
+	}
+	c, err := parseFlags([]string{"-max-buffer-bytes", "64MiB", "-memory-limit", "1GiB"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 64<<20, c.maxBufferBytes)
+	assert.EqualValues(t, 1<<30, c.memoryLimit)
+
+	c, err = parseFlags(nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, storage.DefaultFlushBytes, c.flushBytes, "defaults are unchanged")
+	assert.EqualValues(t, storage.DefaultMaxBufferBytes, c.maxBufferBytes)
+	assert.EqualValues(t, storage.DefaultMaxWALBytes, c.maxWALBytes)
+	assert.EqualValues(t, defaultMemoryLimit, c.memoryLimit)
+	assert.EqualValues(t, receiver.DefaultMaxBodyBytes, c.maxBody)
+	assert.EqualValues(t, receiver.DefaultMaxDecodedBytes, c.maxDecoded)
+	assert.Empty(t, c.pprofAddr, "pprof is off by default")
+	assert.False(t, c.showVersion)
+}
+
+func TestFlagSizeErrors(t *testing.T) {
+	tests := []struct{ flag, value, want string }{
+		{"-flush-bytes", "32XB", `invalid value "32XB" for flag -flush-bytes: want a byte count or a size such as 32MiB`},
+		{"-max-buffer-bytes", "-1", `invalid value "-1" for flag -max-buffer-bytes`},
+		{"-max-wal-bytes", "", `invalid value "" for flag -max-wal-bytes`},
+		{"-memory-limit", "MiB", `invalid value "MiB" for flag -memory-limit`},
+		{"-max-body-bytes", "10EiB", "larger than 8 EiB"},
+		{"-max-decoded-bytes", "1e9", `invalid value "1e9" for flag -max-decoded-bytes`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag+"="+tt.value, func(t *testing.T) {
+			_, err := parseFlags([]string{tt.flag, tt.value})
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+	_, err := parseFlags([]string{"-max-buffer-bytes", "300MiB", "-memory-limit", "400MiB"})
+	assert.ErrorContains(t, err, "-max-buffer-bytes 300MiB is over half of -memory-limit 400MiB", "sizes are shown as they are written")
+}
+
+func TestVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		bi   debug.BuildInfo
+		want string
+	}{
+		{"tagged go install", debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
+		{"go build in a checkout", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "devel-0123456789ab-dirty"},
+		{"clean checkout", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "false"}}}, "devel-0123456789ab"},
+		{"no VCS stamp", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, buildInfoVersion(&tt.bi))
+		})
+	}
+	old := version
+	t.Cleanup(func() { version = old })
+	version = "v0.9.0-3-gabcdef"
+	assert.Equal(t, "v0.9.0-3-gabcdef", versionString(), "the Makefile's -ldflags win")
+	assert.Contains(t, versionLine(), "arcstore v0.9.0-3-gabcdef (go")
+
+	c, err := parseFlags([]string{"-version"})
+	require.NoError(t, err)
+	assert.True(t, c.showVersion)
+}
+
+func TestPprofListener(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := parseFlags([]string{"-pprof-addr", "127.0.0.1:0"})
+	require.NoError(t, err)
+	srv, addr, err := startPprof(c.pprofAddr, quiet)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap?debug=1", "/debug/pprof/goroutine?debug=1"} {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	resp, err := http.Get("http://" + addr + "/api/v1/write/msgpack")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the pprof listener serves nothing else")
+
+	_, _, err = startPprof(addr, quiet)
+	assert.ErrorContains(t, err, "listen pprof", "a taken address is an error, not a silent no-op")
+}
+
+// TestFlagsDocumented checks every flag arcstore accepts has a row in
+// docs/SIDECAR.md, the reference a user reads.
+func TestFlagsDocumented(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w // the flag set prints its usage to os.Stderr
+	_, perr := parseFlags([]string{"-h"})
+	os.Stderr = stderr
+	require.NoError(t, w.Close())
+	usage, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.ErrorIs(t, perr, flag.ErrHelp)
+
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "SIDECAR.md"))
+	require.NoError(t, err)
+	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(string(usage), -1)
+	require.Greater(t, len(names), 20, "usage lists the flags:\n%s", usage)
+	for _, m := range names {
+		assert.Contains(t, string(doc), "`-"+m[1]+"`", "docs/SIDECAR.md documents -%s", m[1])
+	}
 }

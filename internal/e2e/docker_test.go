@@ -48,14 +48,16 @@ func waitOK(t *testing.T, url string, timeout time.Duration) {
 // TestDockerCompose brings up the images with docker-compose (host network,
 // loopback addresses), sends spans, restarts the sidecar's container, sends
 // more, and checks every span the collector accepted is in the Parquet files
-// on the named volume. It needs a Docker engine: make test starts one
-// (deploy/engine.sh) where it can, and the test says why it skips elsewhere.
+// on the named volume. It needs a Docker engine and docker-compose: make
+// test uses one that is running, installs and starts one only when asked
+// (DOCKER=install, or CI=true; deploy/engine.sh), and otherwise the test
+// skips and says how to run it.
 func TestDockerCompose(t *testing.T) {
 	if err := exec.Command("docker", "info").Run(); err != nil {
-		t.Skip("no Docker engine (make engine starts one as root on Debian):", err)
+		t.Skip("no Docker engine; `make test DOCKER=install` installs and starts one (as root on Debian):", err)
 	}
 	if _, err := exec.LookPath("docker-compose"); err != nil {
-		t.Skip("no docker-compose (make engine installs it as root on Debian)")
+		t.Skip("no docker-compose; `make test DOCKER=install` installs it (as root on Debian)")
 	}
 	make := exec.Command("make", "-C", repoRoot, "images")
 	out, err := make.CombinedOutput()
@@ -70,6 +72,10 @@ func TestDockerCompose(t *testing.T) {
 	require.NoError(t, err, "the clickhouse profile is valid: %s", out)
 	assert.Contains(t, string(out), "clickhouse/clickhouse-server", "the profile adds the server")
 	assert.Contains(t, string(out), "clickhouse:9000", "and points the sidecar at it")
+	out, err = exec.Command("docker-compose", "-f", filepath.Join(repoRoot, "docker-compose.yml"), "--profile", "grafana", "config").CombinedOutput()
+	require.NoError(t, err, "the grafana profile is valid: %s", out)
+	assert.Contains(t, string(out), "prom/prometheus", "the profile adds the Prometheus the dashboard reads")
+	assert.Contains(t, string(out), "deploy/prometheus/prometheus.yml")
 
 	ports := map[string]int{}
 	for _, k := range []string{"ARC_GRPC_PORT", "ARC_HTTP_PORT", "OTLP_GRPC_PORT", "OTLP_HTTP_PORT", "HEALTH_PORT", "METRICS_PORT"} {
