@@ -320,7 +320,14 @@ func table(dataDir, name string) string {
 
 func telemetrygen(t *testing.T, endpoint string, args ...string) {
 	t.Helper()
-	args = append(args, "--otlp-endpoint", endpoint, "--otlp-insecure", "--rate", "0")
-	out, err := exec.Command(tool(t, "TELEMETRYGEN_BIN", "telemetrygen"), args...).CombinedOutput()
+	out, err := runTelemetrygen(t, endpoint, args...)
 	require.NoError(t, err, "telemetrygen %v: %s", args, out)
+}
+
+// runTelemetrygen runs telemetrygen and returns its output and exit error,
+// for tests that expect the collector to refuse what it sends.
+func runTelemetrygen(t *testing.T, endpoint string, args ...string) ([]byte, error) {
+	t.Helper()
+	args = append(args, "--otlp-endpoint", endpoint, "--otlp-insecure", "--rate", "0")
+	return exec.Command(tool(t, "TELEMETRYGEN_BIN", "telemetrygen"), args...).CombinedOutput()
 }
