@@ -45,7 +45,7 @@ func TestHTTPServerCutsOffSlowClients(t *testing.T) {
 			require.NoError(t, err)
 			// The bound only keeps a broken server from hanging the test;
 			// the server closes the connection long before it.
-			require.NoError(t, conn.SetReadDeadline(time.Now().Add(10 * time.Second)))
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 			_, err = io.Copy(io.Discard, conn)
 			var ne net.Error
 			assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection: %v", err)
@@ -109,4 +109,3 @@ func TestWarnExposed(t *testing.T) {
 		})
 	}
 }
-
