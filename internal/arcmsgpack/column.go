@@ -241,7 +241,8 @@ func (col *Column) AppendString(v string) error {
 	return col.appendString(v)
 }
 
-// appendString appends a string whose bytes were charged already.
+// appendString appends a string whose bytes were charged already (when it
+// was decoded).
 func (col *Column) appendString(v string) error {
 	if !utf8.ValidString(v) {
 		return col.bad("string is not valid UTF-8")
