@@ -155,6 +155,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAndCheckBatch -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWALRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./storage/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/arcmsgpack/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/lineproto/
 
 # Load runs (loadtest/README.md): the scenario against the nop-exporter
 # ceiling and then against arcstore, on a fresh stack, with the loss check;

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -98,13 +99,14 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err := storage.CheckName("database", database); err != nil {
 		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
 	}
-	body, err := h.readBody(r)
+	b, err := h.openBody(r)
 	if err != nil {
 		return err
 	}
-	ms, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(h.MaxDecodedMemory))
+	ms, err := arcmsgpack.DecodeReader(b, arcmsgpack.NewBudget(h.MaxDecodedMemory))
+	b.close()
 	if err != nil {
-		return decodeError(err)
+		return b.fail(decodeError(err))
 	}
 	return h.store(r.Context(), database, ms, arrived)
 }
@@ -218,9 +220,56 @@ var (
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 )
 
-// readBody reads the body within MaxBodyBytes and decompresses gzip or
-// zstd, told apart by their magic numbers, within MaxDecodedBytes.
-func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
+// body is a request body being read: as sent within MaxBodyBytes,
+// decompressed (gzip or zstd, told apart by their magic numbers) within
+// MaxDecodedBytes. It is read as it is decoded, so that neither the body
+// nor its decompressed form is ever held whole.
+type body struct {
+	io.Reader
+	raw, decoded *capped
+	kind         string // "gzip", "zstd" or "" (plain)
+	close        func()
+}
+
+// capped reads at most limit bytes; one more marks it over the limit.
+type capped struct {
+	r     io.Reader
+	left  int64
+	limit int64
+	over  bool
+	err   error // a read error other than EOF
+}
+
+var errOverLimit = errors.New("over the limit")
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, err := c.r.Read(one[:]); n > 0 {
+			c.over = true
+			return 0, errOverLimit
+		} else if err != nil {
+			return 0, c.note(err)
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, c.note(err)
+}
+
+func (c *capped) note(err error) error {
+	if err != nil && !errors.Is(err, io.EOF) && c.err == nil {
+		c.err = err
+	}
+	return err
+}
+
+// openBody starts reading the request's body.
+func (h *MsgpackHandler) openBody(r *http.Request) (*body, error) {
 	maxBody, maxDecoded := h.MaxBodyBytes, h.MaxDecodedBytes
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
@@ -231,41 +280,66 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBody {
 		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, maxBody)
 	}
-	body, err := readAll(r.Body, r.ContentLength, maxBody)
-	if err != nil {
-		return nil, fail(http.StatusBadRequest, "read body: %v", err)
-	}
-	if int64(len(body)) > maxBody {
-		return nil, fail(http.StatusRequestEntityTooLarge, "body is over the limit of %d bytes", maxBody)
-	}
+	b := &body{raw: &capped{r: r.Body, left: maxBody, limit: maxBody}, close: func() {}}
+	br := bufio.NewReader(b.raw)
+	magic, _ := br.Peek(len(zstdMagic))
 	var zr io.Reader
-	var kind string
 	switch {
-	case bytes.HasPrefix(body, gzipMagic):
-		gz, err := gzip.NewReader(bytes.NewReader(body))
+	case bytes.HasPrefix(magic, gzipMagic):
+		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fail(http.StatusBadRequest, "gzip body: %v", err)
+			return nil, b.fail(fail(http.StatusBadRequest, "gzip body: %v", err))
 		}
-		zr, kind = gz, "gzip"
-	case bytes.HasPrefix(body, zstdMagic):
-		zd, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1),
+		zr, b.kind = gz, "gzip"
+	case bytes.HasPrefix(magic, zstdMagic):
+		zd, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderMaxMemory(uint64(maxDecoded)), zstd.WithDecoderMaxWindow(8<<20))
 		if err != nil {
-			return nil, fail(http.StatusBadRequest, "zstd body: %v", err)
+			return nil, b.fail(fail(http.StatusBadRequest, "zstd body: %v", err))
 		}
-		defer zd.Close()
-		zr, kind = zd, "zstd"
+		zr, b.kind, b.close = zd, "zstd", zd.Close
 	default:
-		return body, nil
+		b.Reader = br
+		return b, nil
 	}
-	decoded, err := readAll(zr, 0, maxDecoded)
+	b.decoded = &capped{r: zr, left: maxDecoded, limit: maxDecoded}
+	b.Reader = b.decoded
+	return b, nil
+}
+
+// fail turns a failure while reading the body into its answer: 413 past a
+// limit, 400 for a body that does not read or decompress, else err.
+func (b *body) fail(err error) error {
+	switch {
+	case b.raw.over:
+		return fail(http.StatusRequestEntityTooLarge, "body is over the limit of %d bytes", b.raw.limit)
+	case b.decoded != nil && b.decoded.over:
+		return fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", b.kind, b.decoded.limit)
+	case b.raw.err != nil:
+		return fail(http.StatusBadRequest, "read body: %v", b.raw.err)
+	case b.decoded != nil && b.decoded.err != nil:
+		return fail(http.StatusBadRequest, "%s body: %v", b.kind, b.decoded.err)
+	}
+	return err
+}
+
+// readBody reads the whole (decompressed) body, for decoders that need it
+// in one piece.
+func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
+	b, err := h.openBody(r)
 	if err != nil {
-		return nil, fail(http.StatusBadRequest, "%s body: %v", kind, err)
+		return nil, err
 	}
-	if int64(len(decoded)) > maxDecoded {
-		return nil, fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", kind, maxDecoded)
+	defer b.close()
+	hint := r.ContentLength
+	if b.kind != "" {
+		hint = 0
 	}
-	return decoded, nil
+	data, err := readAll(b, hint, 1<<62)
+	if err := b.fail(err); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // readAll reads up to limit+1 bytes (one more tells a reader past the

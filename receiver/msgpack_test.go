@@ -137,7 +137,9 @@ func TestMsgpackWriteStoresDurably(t *testing.T) {
 
 func TestMsgpackWriteRejects(t *testing.T) {
 	f := newMsgpackFixture(t, nil, 4096, 64<<10)
-	bomb := gzipped(t, bytes.Repeat([]byte{0}, 1<<20))
+	// A body decoded as it decompresses: a bomb that is not MessagePack is
+	// refused at its first byte, one that is at the decompression limit.
+	bomb := gzipped(t, payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": make([]int, 1<<20)}}))
 	tests := []struct {
 		name   string
 		body   []byte
@@ -160,6 +162,7 @@ func TestMsgpackWriteRejects(t *testing.T) {
 			nil, http.StatusBadRequest, "time outside the accepted range"},
 		{"oversized body", payload(t, cpu(1000)), nil, http.StatusRequestEntityTooLarge, "over the limit"},
 		{"decompression bomb", bomb, nil, http.StatusRequestEntityTooLarge, "decompresses to more than"},
+		{"garbage decompression bomb", gzipped(t, bytes.Repeat([]byte{0}, 1<<20)), nil, http.StatusBadRequest, "body must be a map"},
 		{"corrupt gzip", append([]byte{0x1f, 0x8b}, bytes.Repeat([]byte{1}, 40)...), nil, http.StatusBadRequest, "gzip body"},
 		// One bad measurement rejects the request, good ones included.
 		{"bad measurement among good ones", payload(t, []any{cpu(5), map[string]any{"m": "bad/name", "columns": map[string]any{"time": []int64{1700000000000}}}}),

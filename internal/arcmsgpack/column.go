@@ -50,6 +50,10 @@ func (b *Budget) Used() int64 { return b.used }
 // Limit is the budget's size.
 func (b *Budget) Limit() int64 { return b.limit }
 
+// Charge takes n bytes from the budget, for memory a caller holds for
+// the request besides its columns; ErrTooLarge past the limit.
+func (b *Budget) Charge(n int64) error { return b.take(n) }
+
 func (b *Budget) take(n int64) error {
 	if n > b.limit-b.used {
 		return fmt.Errorf("%w: its decoded columns take more than %d bytes of memory", ErrTooLarge, b.limit)
@@ -237,7 +241,8 @@ func (col *Column) AppendString(v string) error {
 	return col.appendString(v)
 }
 
-// appendString appends a string whose bytes were charged already.
+// appendString appends a string whose bytes were charged already (when it
+// was decoded).
 func (col *Column) appendString(v string) error {
 	if !utf8.ValidString(v) {
 		return col.bad("string is not valid UTF-8")

@@ -1,8 +1,8 @@
 package arcmsgpack
 
 import (
+	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -69,7 +69,13 @@ func Decode(body []byte) ([]Measurement, error) {
 // objects become one Measurement each, in payload order; row-format
 // records are gathered per measurement name after them.
 func DecodeWithin(body []byte, b *Budget) ([]Measurement, error) {
-	d := &decoder{dec: newSource(body), budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
+	return DecodeReader(bytes.NewReader(body), b)
+}
+
+// DecodeReader is DecodeWithin reading the payload from r as it goes: a
+// decompressing reader, so that the decompressed body is never held whole.
+func DecodeReader(r io.Reader, b *Budget) ([]Measurement, error) {
+	d := &decoder{dec: newSource(r, b), budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
 	c, err := d.dec.PeekCode()
 	if err != nil {
 		return nil, inputErr("empty or truncated body")
@@ -198,7 +204,9 @@ func (d *decoder) item(n int, where string, top bool) error {
 			if err != nil || !msgpcode.IsString(c) {
 				return wrap(inputErr("%q must be a string", keyMeasurement))
 			}
-			if m.Name, err = d.dec.str(nil); err != nil {
+			if m.Name, err = d.dec.str(); errors.Is(err, ErrTooLarge) {
+				return err
+			} else if err != nil {
 				return wrap(inputErr("truncated %q", keyMeasurement))
 			}
 		case keyColumns:
@@ -304,7 +312,7 @@ func (d *decoder) addRow(name string, hasFields bool) error {
 		case float64:
 			err = col.AppendFloat(v)
 		case string:
-			err = col.AppendString(v)
+			err = col.appendString(v) // charged when it was decoded
 		case bool:
 			err = col.AppendBool(v)
 		}
@@ -405,9 +413,11 @@ func (d *decoder) scalar(what string) (any, error) {
 		}
 		return v, nil
 	case msgpcode.IsString(c):
-		// Charged when it is stored in its column.
-		v, err := d.dec.str(nil)
+		v, err := d.dec.str()
 		if err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				return nil, err
+			}
 			return nil, bad("truncated")
 		}
 		return v, nil
@@ -423,7 +433,10 @@ func decodeKey(d *source, where string) (string, error) {
 	if !msgpcode.IsString(c) {
 		return "", inputErr("%s map has a non-string key", where)
 	}
-	s, err := d.str(nil)
+	s, err := d.str()
+	if errors.Is(err, ErrTooLarge) {
+		return "", err
+	}
 	if err != nil {
 		return "", inputErr("truncated %s key", where)
 	}
@@ -567,7 +580,7 @@ func (col *Column) add(d *source) error {
 		}
 		return col.AppendFloat(v)
 	case msgpcode.IsString(c):
-		v, err := d.str(col.budget)
+		v, err := d.str()
 		if err != nil {
 			if errors.Is(err, ErrTooLarge) {
 				return err
@@ -580,51 +593,45 @@ func (col *Column) add(d *source) error {
 }
 
 // source is the body being decoded. msgpack allocates the length a string
-// claims before reading it, so str checks the claim against what is left
-// of the body, and charges it, first.
+// claims before reading it, so str charges the claim to the budget first.
 type source struct {
 	*msgpack.Decoder
-	body []byte
-	rd   *bytes.Reader
+	br     *bufio.Reader
+	budget *Budget
 }
 
-func newSource(body []byte) *source {
-	rd := bytes.NewReader(body)
-	// bytes.Reader is an io.ByteScanner: the decoder reads it directly,
-	// without a buffer, so rd.Len() is exactly what is left.
-	return &source{Decoder: msgpack.NewDecoder(rd), body: body, rd: rd}
+func newSource(r io.Reader, b *Budget) *source {
+	// A bufio.Reader is an io.ByteScanner: the decoder reads it directly,
+	// and str can peek at a string's header before the decoder reads it.
+	br := bufio.NewReader(r)
+	return &source{Decoder: msgpack.NewDecoder(br), br: br, budget: b}
 }
 
-var errClaim = errors.New("string longer than the rest of the body")
-
-// str decodes a string; b, when set, is charged its bytes before they are
+// str decodes a string, its bytes charged to the budget before they are
 // allocated.
-func (s *source) str(b *Budget) (string, error) {
-	pos := len(s.body) - s.rd.Len()
-	if pos >= len(s.body) {
+func (s *source) str() (string, error) {
+	head, err := s.br.Peek(1)
+	if err != nil {
 		return "", io.ErrUnexpectedEOF
 	}
-	rest := s.body[pos:]
-	var n, hdr int
-	switch c := rest[0]; {
+	size := 0
+	switch c := head[0]; {
 	case msgpcode.IsFixedString(c):
-		n, hdr = int(c&msgpcode.FixedStrMask), 1
-	case c == msgpcode.Str8 && len(rest) >= 2:
-		n, hdr = int(rest[1]), 2
-	case c == msgpcode.Str16 && len(rest) >= 3:
-		n, hdr = int(binary.BigEndian.Uint16(rest[1:])), 3
-	case c == msgpcode.Str32 && len(rest) >= 5:
-		n, hdr = int(binary.BigEndian.Uint32(rest[1:])), 5
+		size = int(c & msgpcode.FixedStrMask)
+	case c == msgpcode.Str8, c == msgpcode.Str16, c == msgpcode.Str32:
+		width := 1 << (c - msgpcode.Str8) // 1, 2 or 4 length bytes
+		head, err = s.br.Peek(1 + width)
+		if err != nil {
+			return "", io.ErrUnexpectedEOF
+		}
+		for _, b := range head[1:] {
+			size = size<<8 | int(b)
+		}
 	default:
 		return "", io.ErrUnexpectedEOF
 	}
-	if n > len(rest)-hdr {
-		return "", errClaim
-	}
-	if b != nil {
-		if err := b.take(int64(n)); err != nil {
-			return "", err
-		}
+	if err := s.budget.take(int64(size)); err != nil {
+		return "", err
 	}
 	return s.DecodeString()
 }

@@ -104,8 +104,8 @@ func TestDecodeMemoryIsBounded(t *testing.T) {
 		name string
 		body []byte
 	}{
-		{"one-byte ints widen to eight", oneByteInts(2 << 20)},
-		{"a length prefix claims 2^31 values", claimsMore(2 << 20)},
+		{"one-byte ints widen to eight", oneByteInts(1 << 20)},
+		{"a length prefix claims 2^31 values", claimsMore(1 << 20)},
 		{"100k tiny columns", tinyColumns(100_000)},
 		{"200k tiny rows", tinyRows(200_000)},
 	}
@@ -123,7 +123,7 @@ func TestDecodeMemoryIsBounded(t *testing.T) {
 // TestDecodeMemoryOfValidBodies: what a request within its budget
 // allocates is a small multiple of what the budget counted.
 func TestDecodeMemoryOfValidBodies(t *testing.T) {
-	for _, n := range []int{1_000, 100_000, 1_000_000} {
+	for _, n := range []int{1_000, 100_000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			time := make([]int64, n)
 			for i := range time {

@@ -62,7 +62,7 @@ func ParsePrecision(s string, hours bool) (Precision, error) {
 // past it Decode stops with arcmsgpack.ErrTooLarge. Any bad line fails the
 // whole body: a write is stored whole or not at all.
 func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget) ([]arcmsgpack.Measurement, error) {
-	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now}
+	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now, names: map[string]string{}, budget: b}
 	if err := d.all(); err != nil {
 		return nil, err
 	}
@@ -92,6 +92,33 @@ type decoder struct {
 	// was counted to.
 	line, counted int64
 	offset        int
+	// names interns measurement names, tag keys and values and field keys:
+	// they repeat on every line, and a lookup by a byte slice allocates
+	// nothing.
+	names  map[string]string
+	budget *arcmsgpack.Budget
+	tags   [][2]string
+	fields []fieldValue
+}
+
+// maxInterned is the longest text interned; longer tag values are rare
+// and seldom repeat.
+const maxInterned = 128
+
+func (d *decoder) intern(b []byte) (string, error) {
+	if s, ok := d.names[string(b)]; ok {
+		return s, nil
+	}
+	s := string(b)
+	if len(b) <= maxInterned {
+		// A map entry: the key's header and bytes, the value's header
+		// and the bucket's share.
+		if err := d.budget.Charge(int64(len(b)) + 48); err != nil {
+			return "", err
+		}
+		d.names[s] = s
+	}
+	return s, nil
 }
 
 func (d *decoder) fail(format string, args ...any) error {
@@ -134,7 +161,11 @@ func (d *decoder) all() error {
 			return d.syntax(err)
 		}
 		d.locate(name)
-		if err := d.entry(dec, string(name)); err != nil {
+		m, err := d.intern(name)
+		if err != nil {
+			return err
+		}
+		if err := d.entry(dec, m); err != nil {
 			return err
 		}
 	}
@@ -149,7 +180,7 @@ type fieldValue struct {
 }
 
 func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
-	var tags [][2]string
+	tags := d.tags[:0]
 	for {
 		k, v, err := dec.NextTag()
 		if err != nil {
@@ -158,9 +189,17 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 		if k == nil {
 			break
 		}
-		tags = append(tags, [2]string{string(k), string(v)})
+		key, err := d.intern(k)
+		if err != nil {
+			return err
+		}
+		val, err := d.intern(v)
+		if err != nil {
+			return err
+		}
+		tags = append(tags, [2]string{key, val})
 	}
-	var fields []fieldValue
+	fields := d.fields[:0]
 	for {
 		k, v, err := dec.NextField()
 		if err != nil {
@@ -169,8 +208,13 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 		if k == nil {
 			break
 		}
-		fields = append(fields, fieldValue{string(k), v})
+		key, err := d.intern(k)
+		if err != nil {
+			return err
+		}
+		fields = append(fields, fieldValue{key, v})
 	}
+	d.tags, d.fields = tags, fields
 	ts, err := dec.TimeBytes()
 	if err != nil {
 		return d.syntax(err)

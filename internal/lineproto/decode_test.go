@@ -2,6 +2,7 @@ package lineproto
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -174,4 +175,25 @@ func FuzzDecode(f *testing.F) {
 			rec.Release()
 		}
 	})
+}
+
+// BenchmarkDecode decodes Telegraf-like bodies: cpu and mem lines with a
+// few tags and fields.
+func BenchmarkDecode(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		var body []byte
+		for i := range n {
+			body = fmt.Appendf(body, "cpu,cpu=cpu%d,host=web-%d usage_idle=%d.5,usage_user=1.25,usage_system=0.5 %d\n", i%8, i%20, i, now+int64(i))
+			body = fmt.Appendf(body, "mem,host=web-%d available=%di,used_percent=12.5,active=%du %d\n", i%20, i, i, now+int64(i))
+		}
+		b.Run(fmt.Sprint(2*n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := Decode(body, 1, now, arcmsgpack.NewBudget(0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
