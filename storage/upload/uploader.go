@@ -343,6 +343,9 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 	u.mu.Unlock()
 	if dirty {
 		if err := saveCompacted(u.compactedPath, through); err != nil {
+			u.mu.Lock()
+			u.compactedDirty = true
+			u.mu.Unlock()
 			return 0, fmt.Errorf("save compaction cutoff: %w", err)
 		}
 	}
