@@ -2,6 +2,7 @@
 # needed, so they build on machines without one (`make images`).
 #   docker build --target arcstore -t arc-otel/arcstore:dev .
 #   docker build --target otelcol-arc -t arc-otel/otelcol-arc:dev .
+#   docker build --target versitygw -t arc-otel/versitygw:dev .   (the s3 profile)
 # Both run as an unprivileged user; health checks use bin/healthcheck, as
 # a scratch image has no shell.
 
@@ -25,3 +26,14 @@ USER 10001:10001
 EXPOSE 4317 4318 13133 8888
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s CMD ["/healthcheck", "http://127.0.0.1:13133/"]
 ENTRYPOINT ["/otelcol-arc", "--config", "/etc/otelcol-arc/config.yaml"]
+
+# Versity's S3 gateway (make tools builds it static), for the compose
+# file's s3 profile: a bucket `arc` (a folder of its posix backend) on a
+# volume.
+FROM scratch AS versitygw
+COPY .tools/versitygw /versitygw
+COPY --chown=10001:10001 deploy/empty/ /s3/arc/
+USER 10001:10001
+VOLUME /s3
+EXPOSE 7070
+ENTRYPOINT ["/versitygw"]

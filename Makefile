@@ -106,9 +106,10 @@ $(CHDB):
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/chdb chdb-core==$(CHDB_VERSION)
 
 # Versity's S3 gateway: the real S3-compatible server the object-storage
-# upload tests run against (SigV4, a bucket on a local directory).
+# upload tests run against (SigV4, a bucket on a local directory); static,
+# so that the compose file's s3 profile runs it in a scratch image.
 $(VERSITYGW):
-	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	CGO_ENABLED=0 GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 # The client libraries the end-to-end tests write with: Arc's Python SDK
 # and InfluxData's InfluxDB client, every package pinned in
@@ -140,9 +141,10 @@ engine:
 	@DOCKER=$(DOCKER) deploy/engine.sh
 
 # The two images, from the static binaries in bin/ (no registry needed).
-images: build
+images: build $(VERSITYGW)
 	docker build -q --target arcstore -t arc-otel/arcstore:dev . >/dev/null
 	docker build -q --target otelcol-arc -t arc-otel/otelcol-arc:dev . >/dev/null
+	docker build -q --target versitygw -t arc-otel/versitygw:dev . >/dev/null
 
 # The kill loop of TestChaosSidecarKills at full length (make test runs 3 kills).
 CHAOS_KILLS ?= 12

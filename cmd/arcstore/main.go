@@ -257,6 +257,9 @@ func run(c config, log *slog.Logger) error {
 		metrics.Register(uploader.Collectors()...)
 		ready = append(ready, uploader.Ready)
 		checkBucket(uploader, c.s3.bucket, log)
+		if len(c.retention) > 0 {
+			log.Warn("-retention deletes partitions whether they are in the bucket or not; -local-retention waits for the upload")
+		}
 	}
 	grpcLis, err := net.Listen("tcp", c.grpcAddr)
 	if err != nil {

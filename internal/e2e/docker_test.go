@@ -76,6 +76,12 @@ func TestDockerCompose(t *testing.T) {
 	require.NoError(t, err, "the grafana profile is valid: %s", out)
 	assert.Contains(t, string(out), "prom/prometheus", "the profile adds the Prometheus the dashboard reads")
 	assert.Contains(t, string(out), "deploy/prometheus/prometheus.yml")
+	cfg = exec.Command("docker-compose", "-f", filepath.Join(repoRoot, "docker-compose.yml"), "--profile", "s3", "config")
+	cfg.Env = append(os.Environ(), "ARC_S3_BUCKET=arc", "ARC_S3_ENDPOINT=http://versitygw:7070", "ARC_S3_PATH_STYLE=true")
+	out, err = cfg.CombinedOutput()
+	require.NoError(t, err, "the s3 profile is valid: %s", out)
+	assert.Contains(t, string(out), "arc-otel/versitygw:dev", "the profile adds the server")
+	assert.Contains(t, string(out), "http://versitygw:7070", "and points the sidecar at it")
 
 	ports := map[string]int{}
 	for _, k := range []string{"ARC_GRPC_PORT", "ARC_HTTP_PORT", "OTLP_GRPC_PORT", "OTLP_HTTP_PORT", "HEALTH_PORT", "METRICS_PORT"} {

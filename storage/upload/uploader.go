@@ -39,7 +39,8 @@ type Config struct {
 	// one PutObject. At least 5 MiB (S3's smallest part).
 	PartSize int64
 	// Concurrency is how many parts of a file are in flight at once; each
-	// holds a PartSize buffer.
+	// holds a PartSize buffer (2 x 16 MiB by default: the sidecar's memory
+	// budget is 512 MiB).
 	Concurrency int
 	// Timeout bounds each request to the bucket.
 	Timeout time.Duration
@@ -53,7 +54,7 @@ const (
 	DefaultInterval    = 30 * time.Second
 	DefaultPartSize    = 16 << 20
 	MinPartSize        = 5 << 20
-	DefaultConcurrency = 4
+	DefaultConcurrency = 2
 	DefaultTimeout     = 5 * time.Minute
 	DefaultMaxBackoff  = 30 * time.Second
 	maxParts           = 10000 // S3's limit per multipart upload
@@ -342,6 +343,9 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 	u.mu.Unlock()
 	if dirty {
 		if err := saveCompacted(u.compactedPath, through); err != nil {
+			u.mu.Lock()
+			u.compactedDirty = true
+			u.mu.Unlock()
 			return 0, fmt.Errorf("save compaction cutoff: %w", err)
 		}
 	}
