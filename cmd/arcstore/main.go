@@ -221,7 +221,8 @@ func run(c config, log *slog.Logger) error {
 		httpLis = tls.NewListener(httpLis, tlsConfig)
 	}
 	gs := grpc.NewServer(opts...)
-	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics})
+	flightServer := &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics}
+	flight.RegisterFlightServiceServer(gs, flightServer)
 	mux := http.NewServeMux()
 	mux.Handle("/", receiver.NewHTTPHandler(store))
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
@@ -245,13 +246,14 @@ func run(c config, log *slog.Logger) error {
 	case err := <-errc:
 		log.Error("server failed; shutting down", "error", err)
 	}
-	return shutdown(c, log, gs, hs, store)
+	return shutdown(c, log, gs, flightServer.Drain, hs, store)
 }
 
 // shutdown stops taking batches, waits for open streams up to a deadline,
 // then flushes everything buffered to Parquet.
-func shutdown(c config, log *slog.Logger, gs *grpc.Server, hs *http.Server, store *storage.Store) error {
+func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *http.Server, store *storage.Store) error {
 	done := make(chan struct{})
+	drain() // exporters keep streams open between pushes: end them
 	go func() { gs.GracefulStop(); close(done) }()
 	select {
 	case <-done:
