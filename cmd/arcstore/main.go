@@ -75,7 +75,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered bytes past which writes are refused with RESOURCE_EXHAUSTED")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for open streams before closing them")
+	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for the batches being stored (every stream ends after its current batch) before closing the streams")
 	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")

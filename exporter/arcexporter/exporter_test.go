@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -500,4 +502,32 @@ func TestStreamsAreConcurrent(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, pushers*pushes*20, fake.rowsOf("testdb/traces"))
 	assert.LessOrEqual(t, len(fake.streamsSeen()), pushers)
+}
+
+// TestIdleStreamsAge: a stream idle for longer than maxIdle is closed
+// instead of reused, and the most recently used stream is taken first.
+func TestIdleStreamsAge(t *testing.T) {
+	_, addr := startFake(t)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := flight.NewClientFromConn(conn, nil)
+	open := func() *putStream {
+		s, err := openStream(context.Background(), client, memory.DefaultAllocator, "testdb", schema.Traces)
+		require.NoError(t, err)
+		return s
+	}
+	var pool streamPool
+	defer pool.close()
+	now := time.Now()
+	old, recent := open(), open()
+	pool.put(old, now)
+	pool.put(recent, now.Add(maxIdle))
+	assert.Same(t, recent, pool.take(schema.Traces, now.Add(maxIdle)), "most recently used first")
+	pool.put(recent, now.Add(maxIdle))
+	assert.Same(t, recent, pool.take(schema.Traces, now.Add(maxIdle+time.Second)), "the old stream is closed, not taken")
+	assert.Nil(t, pool.take(schema.Traces, now.Add(maxIdle+time.Second)))
+	assert.ErrorIs(t, old.stream.Context().Err(), context.Canceled, "the aged stream was closed")
+	assert.NoError(t, recent.stream.Context().Err())
+	recent.close()
 }
