@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -24,14 +25,78 @@ type FlightServer struct {
 	Log     *slog.Logger
 	Mem     memory.Allocator
 	Metrics *Metrics // nil records nothing
+
+	drainOnce sync.Once
+	draining  chan struct{}
+}
+
+// errDraining ends streams once the sidecar shuts down; the exporter sends
+// what was not acknowledged again on a new stream, to the restarted sidecar.
+var errDraining = status.Error(codes.Unavailable, "sidecar shutting down")
+
+func (s *FlightServer) drainCh() chan struct{} {
+	s.drainOnce.Do(func() { s.draining = make(chan struct{}) })
+	return s.draining
+}
+
+// Drain makes every DoPut stream end with Unavailable after the batch it
+// is storing, idle ones at once. Exporters keep their streams open between
+// pushes, so a graceful stop of the gRPC server would otherwise wait for
+// its timeout.
+func (s *FlightServer) Drain() {
+	ch := s.drainCh()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+type received struct {
+	fd  *flight.FlightData
+	err error
+}
+
+// receive reads the stream's messages into a channel, so that DoPut can
+// stop waiting for the next one when the sidecar drains; it reads at most
+// one message ahead of the batch being stored.
+func receive(ctx context.Context, stream flight.FlightService_DoPutServer) <-chan received {
+	ch := make(chan received)
+	go func() {
+		for {
+			fd, err := stream.Recv()
+			select {
+			case ch <- received{fd, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // DoPut stores each record batch of the stream and acknowledges it once it
-// is durable. Batches are taken one at a time so that an error ends the
-// stream right after the last acknowledged batch: the client knows exactly
-// what was kept. Concurrent streams share WAL fsyncs.
+// is durable. A stream is long-lived: it carries the batches of many
+// pushes, numbered from 0 in the order they arrive. Batches are stored one
+// at a time so that an error ends the stream right after the last
+// acknowledged batch: the client knows exactly what was kept. Concurrent
+// streams share WAL fsyncs.
 func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
-	first, err := stream.Recv()
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel() // ends the receiver, whose Recv the return also ends
+	msgs := receive(ctx, stream)
+	next := func() (*flight.FlightData, error) {
+		select {
+		case m := <-msgs:
+			return m.fd, m.err
+		case <-s.drainCh():
+			return nil, errDraining
+		}
+	}
+	first, err := next()
 	if err != nil {
 		return err
 	}
@@ -51,9 +116,8 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 			"schema of the stream is not the %s table's schema (docs/SCHEMA.md; send batches built from it)", table)
 	}
 	schemaFrame := t.SchemaFrame
-	ctx := stream.Context()
 	for seq := uint64(0); ; seq++ {
-		fd, err := stream.Recv()
+		fd, err := next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

@@ -3,6 +3,7 @@ package receiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -38,11 +39,12 @@ type fixture struct {
 	client  flight.Client
 	dir     string
 	metrics *Metrics
+	server  *FlightServer
 }
 
 // newFixture serves a store on a loopback Flight server; with sets options
 // of the store a test needs beyond the defaults.
-func newFixture(t *testing.T, with ...func(*storage.Options)) *fixture {
+func newFixture(t testing.TB, with ...func(*storage.Options)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	metrics := NewMetrics()
@@ -56,7 +58,8 @@ func newFixture(t *testing.T, with ...func(*storage.Options)) *fixture {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gs := grpc.NewServer()
-	flight.RegisterFlightServiceServer(gs, &FlightServer{Store: store, Log: quiet, Mem: memory.DefaultAllocator, Metrics: metrics})
+	server := &FlightServer{Store: store, Log: quiet, Mem: memory.DefaultAllocator, Metrics: metrics}
+	flight.RegisterFlightServiceServer(gs, server)
 	go gs.Serve(lis)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -65,7 +68,7 @@ func newFixture(t *testing.T, with ...func(*storage.Options)) *fixture {
 		gs.Stop()
 		require.NoError(t, store.Close())
 	})
-	return &fixture{store: store, client: flight.NewClientFromConn(conn, nil), dir: dir, metrics: metrics}
+	return &fixture{store: store, client: flight.NewClientFromConn(conn, nil), dir: dir, metrics: metrics, server: server}
 }
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -119,6 +122,43 @@ func TestDoPutAcknowledgesEachBatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{0, 1}, acks)
 	assert.Positive(t, f.store.Buffered(), "acknowledged rows are buffered")
+}
+
+// TestLongLivedStream: one stream carries the batches of several pushes,
+// each acknowledged once durable, numbered on across pushes; Drain ends an
+// idle stream with Unavailable, and streams opened after it too, so a
+// graceful stop does not wait for exporters' open streams.
+func TestLongLivedStream(t *testing.T) {
+	f := newFixture(t)
+	stream, err := f.client.DoPut(context.Background())
+	require.NoError(t, err)
+	var w *flight.Writer
+	for push, ts := range []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second)} {
+		rec, _ := storagetest.LogBatch(t, fmt.Sprint("push", push), ts)
+		if w == nil {
+			w = flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()))
+			w.SetFlightDescriptor(arcflight.Descriptor("default", "logs"))
+		}
+		require.NoError(t, w.Write(rec))
+		rec.Release()
+		res, err := stream.Recv()
+		require.NoError(t, err)
+		seq, err := arcflight.ParseAck(res.AppMetadata)
+		require.NoError(t, err)
+		assert.EqualValues(t, push, seq)
+	}
+	buffered := f.store.Buffered()
+	assert.Positive(t, buffered, "acknowledged rows are buffered")
+
+	f.server.Drain()
+	_, err = stream.Recv()
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	_, err = f.put(t, arcflight.Descriptor("default", "logs"), func() arrow.RecordBatch {
+		rec, _ := storagetest.LogBatch(t, "late", t0)
+		return rec
+	}())
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	assert.Equal(t, buffered, f.store.Buffered(), "nothing is stored after Drain")
 }
 
 func TestDoPutRejectsBadInput(t *testing.T) {

@@ -92,7 +92,7 @@ func parseFlags(args []string) (config, error) {
 	sizeVar(fs, &c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered `size` past which writes are refused with RESOURCE_EXHAUSTED")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for open streams before closing them")
+	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for the batches being stored (every stream ends after its current batch) before closing the streams")
 	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
@@ -292,7 +292,8 @@ func run(c config, log *slog.Logger) error {
 		httpLis = tls.NewListener(httpLis, tlsConfig)
 	}
 	gs := grpc.NewServer(opts...)
-	flight.RegisterFlightServiceServer(gs, &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics})
+	flightServer := &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics}
+	flight.RegisterFlightServiceServer(gs, flightServer)
 	mux := http.NewServeMux()
 	mux.Handle("/", receiver.NewHTTPHandler(store, ready...))
 	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
@@ -326,13 +327,14 @@ func run(c config, log *slog.Logger) error {
 	case err := <-errc:
 		log.Error("server failed; shutting down", "error", err)
 	}
-	return shutdown(c, log, gs, hs, store, uploader)
+	return shutdown(c, log, gs, flightServer.Drain, hs, store, uploader)
 }
 
 // shutdown stops taking batches, waits for open streams up to a deadline,
 // then flushes everything buffered to Parquet.
-func shutdown(c config, log *slog.Logger, gs *grpc.Server, hs *http.Server, store *storage.Store, uploader *upload.Uploader) error {
+func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *http.Server, store *storage.Store, uploader *upload.Uploader) error {
 	done := make(chan struct{})
+	drain() // exporters keep streams open between pushes: end them
 	go func() { gs.GracefulStop(); close(done) }()
 	select {
 	case <-done:

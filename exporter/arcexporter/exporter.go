@@ -2,9 +2,7 @@ package arcexporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -29,7 +26,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadata"
-	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
@@ -41,6 +37,7 @@ type arcExporter struct {
 	tel    *metadata.TelemetryBuilder
 	conn   *grpc.ClientConn
 	client flight.Client
+	pool   streamPool
 
 	// attrs holds the precomputed attributes of each table's measurements,
 	// so recording telemetry allocates nothing per push.
@@ -90,6 +87,7 @@ func (e *arcExporter) start(ctx context.Context, host component.Host) error {
 }
 
 func (e *arcExporter) shutdown(context.Context) error {
+	e.pool.close()
 	e.tel.Shutdown()
 	if e.conn == nil {
 		return nil
@@ -143,46 +141,40 @@ func (e *arcExporter) send(ctx context.Context, b *batches) *sendFailure {
 	return nil
 }
 
-// put writes the batches of one table on one DoPut stream and returns how
-// many the sidecar acknowledged. Acks are read while batches are written so
-// flow control cannot deadlock the stream.
+// put writes the batches of one table on a long-lived DoPut stream of
+// that table and returns how many the sidecar acknowledged. A stream from
+// the pool that the sidecar ended while it was idle (a restart, a
+// shutdown) is replaced by a new one at once (see staleStream).
 func (e *arcExporter) put(ctx context.Context, t *schema.Table, recs []arrow.RecordBatch) (int, error) {
 	begin := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := e.client.DoPut(ctx)
+	s := e.pool.take(t, begin)
+	acked, err := e.putOnce(ctx, t, recs, s)
+	if s != nil && acked == 0 && staleStream(err) && ctx.Err() == nil {
+		acked, err = e.putOnce(ctx, t, recs, nil)
+	}
+	if err == nil && acked != len(recs) {
+		err = fmt.Errorf("sidecar acknowledged %d of %d batches of %s", acked, len(recs), t.Name)
+	}
+	e.record(ctx, t, recs[:acked], time.Since(begin))
+	return acked, err
+}
+
+// putOnce sends recs on s, or on a new stream when s is nil, and returns
+// the stream to the pool only if every batch was acknowledged.
+func (e *arcExporter) putOnce(ctx context.Context, t *schema.Table, recs []arrow.RecordBatch, s *putStream) (int, error) {
+	if s == nil {
+		var err error
+		if s, err = openStream(ctx, e.client, e.mem, e.cfg.Database, t); err != nil {
+			return 0, err
+		}
+	}
+	acked, err := s.send(ctx, recs)
 	if err != nil {
-		return 0, err
+		s.close()
+		return acked, err
 	}
-	type result struct {
-		acked int
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := readAcks(stream, len(recs))
-		if err != nil {
-			// Once nobody reads, the server blocks on its acks and stops
-			// reading, and a pending Write would wait for the timeout.
-			cancel()
-		}
-		done <- result{n, err}
-	}()
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(t.Arrow), ipc.WithAllocator(e.mem))
-	w.SetFlightDescriptor(arcflight.Descriptor(e.cfg.Database, t.Name))
-	for _, rec := range recs {
-		if w.Write(rec) != nil {
-			break // the server ended the stream; its status comes from Recv
-		}
-	}
-	_ = w.Close()
-	_ = stream.CloseSend()
-	r := <-done
-	if r.err == nil && r.acked != len(recs) {
-		r.err = fmt.Errorf("sidecar acknowledged %d of %d batches of %s", r.acked, len(recs), t.Name)
-	}
-	e.record(ctx, t, recs[:r.acked], time.Since(begin))
-	return r.acked, r.err
+	e.pool.put(s, time.Now())
+	return acked, nil
 }
 
 func (e *arcExporter) record(ctx context.Context, t *schema.Table, acked []arrow.RecordBatch, took time.Duration) {
@@ -199,29 +191,6 @@ func (e *arcExporter) record(ctx context.Context, t *schema.Table, acked []arrow
 	}
 	e.tel.ExporterArcBatchesSent.Add(ctx, int64(len(acked)), attrs)
 	e.tel.ExporterArcRowsSent.Add(ctx, rows, attrs)
-}
-
-// readAcks reads the stream's PutResults until the server closes it and
-// returns how many batches were acknowledged, in order, before any error.
-func readAcks(stream flight.FlightService_DoPutClient, want int) (int, error) {
-	acked := 0
-	for {
-		res, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return acked, nil
-		}
-		if err != nil {
-			return acked, err
-		}
-		seq, err := arcflight.ParseAck(res.AppMetadata)
-		if err != nil {
-			return acked, err
-		}
-		if seq != uint64(acked) || acked >= want {
-			return acked, fmt.Errorf("unexpected acknowledgement %d after %d of %d", seq, acked, want)
-		}
-		acked++
-	}
 }
 
 // classify turns a sidecar error into what exporterhelper acts on: data the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -64,6 +66,7 @@ type fakeSidecar struct {
 	failAt     int           // fail a stream at this batch (0-based)
 	failures   int           // how many streams to fail
 	retryDelay time.Duration // sent as RetryInfo with a failure when set
+	endAfter   int           // end each stream with Unavailable after this many acks, as a draining sidecar does; 0 never
 }
 
 func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
@@ -120,6 +123,12 @@ func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
 		}
 		if err := stream.Send(&flight.PutResult{AppMetadata: md}); err != nil {
 			return err
+		}
+		f.mu.Lock()
+		end := f.endAfter > 0 && int(seq)+1 == f.endAfter
+		f.mu.Unlock()
+		if end {
+			return status.Error(codes.Unavailable, "sidecar shutting down")
 		}
 	}
 	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
@@ -298,7 +307,13 @@ func TestSidecarErrors(t *testing.T) {
 			if tt.code != codes.OK {
 				fake.failCode, fake.failAt, fake.failures = tt.code, tt.failAt, 1
 			}
-			exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
+			cfg := testConfig(addr, 7)
+			if tt.ack == ackNoneLast {
+				// A stream stays open for the next push, so a missing
+				// ack is noticed by the push's timeout.
+				cfg.TimeoutConfig.Timeout = 3 * time.Second
+			}
+			exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg)
 			err := exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5))
 			require.Error(t, err)
 			assert.Equal(t, tt.permanent, consumererror.IsPermanent(err), "%v", err)
@@ -413,8 +428,11 @@ func TestTelemetry(t *testing.T) {
 	exp := startTraces(t, metadatatest.NewSettings(tel), testConfig(addr, 7))
 	require.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
 
-	fake.failCode, fake.failAt, fake.failures = codes.Unavailable, 1, 1
+	// The second push continues the first's stream: its batch 1 is the
+	// stream's batch 4.
+	fake.failCode, fake.failAt, fake.failures = codes.Unavailable, 4, 1
 	require.Error(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+	assert.Equal(t, []string{"testdb/traces"}, fake.streamsSeen())
 
 	traces := attribute.NewSet(attribute.String("exporter", "arc"), attribute.String("table", "traces"))
 	// 3 batches of the first push, 1 acknowledged of the second.
@@ -429,4 +447,87 @@ func TestTelemetry(t *testing.T) {
 	require.Len(t, h.DataPoints, 1)
 	assert.Equal(t, traces, h.DataPoints[0].Attributes)
 	assert.EqualValues(t, 2, h.DataPoints[0].Count, "failed streams are timed too")
+}
+
+// TestStreamsAreReusedAcrossPushes: every push of a table goes on the same
+// long-lived stream (one per table here, with one push at a time), whose
+// acknowledgements continue its sequence.
+func TestStreamsAreReusedAcrossPushes(t *testing.T) {
+	fake, addr := startFake(t)
+	cfg := testConfig(addr, 7)
+	set := exportertest.NewNopSettings(metadata.Type)
+	traces := startTraces(t, set, cfg)
+	logs, err := NewFactory().CreateLogs(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, logs.Start(context.Background(), componenttest.NewNopHost()))
+	for range 5 {
+		require.NoError(t, traces.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+		require.NoError(t, logs.ConsumeLogs(context.Background(), otlparrowtest.RealisticLogs(10)))
+	}
+	require.NoError(t, logs.Shutdown(context.Background()))
+	assert.EqualValues(t, 100, fake.rowsOf("testdb/traces"))
+	assert.EqualValues(t, 50, fake.rowsOf("testdb/logs"))
+	assert.ElementsMatch(t, []string{"testdb/traces", "testdb/logs"}, fake.streamsSeen())
+}
+
+// TestEndedStreamIsReplaced: a pooled stream the sidecar ended while it was
+// idle (it restarted, or is shutting down) is replaced by a new stream at
+// once, without an error for the push and without sending anything twice.
+func TestEndedStreamIsReplaced(t *testing.T) {
+	fake, addr := startFake(t)
+	fake.endAfter = 3 // every stream ends after the first push's 3 batches
+	exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
+	for range 3 {
+		require.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+	}
+	assert.EqualValues(t, 60, fake.rowsOf("testdb/traces"))
+	assert.Equal(t, []int64{7, 7, 6, 7, 7, 6, 7, 7, 6}, fake.batchesOf("testdb/traces"))
+	assert.Len(t, fake.streamsSeen(), 3)
+}
+
+// TestStreamsAreConcurrent: pushes running at once each get their own
+// stream, and every row arrives once.
+func TestStreamsAreConcurrent(t *testing.T) {
+	fake, addr := startFake(t)
+	exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7))
+	const pushers, pushes = 4, 10
+	var wg sync.WaitGroup
+	for range pushers {
+		wg.Go(func() {
+			for range pushes {
+				assert.NoError(t, exp.ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5)))
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, pushers*pushes*20, fake.rowsOf("testdb/traces"))
+	assert.LessOrEqual(t, len(fake.streamsSeen()), pushers)
+}
+
+// TestIdleStreamsAge: a stream idle for longer than maxIdle is closed
+// instead of reused, and the most recently used stream is taken first.
+func TestIdleStreamsAge(t *testing.T) {
+	_, addr := startFake(t)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := flight.NewClientFromConn(conn, nil)
+	open := func() *putStream {
+		s, err := openStream(context.Background(), client, memory.DefaultAllocator, "testdb", schema.Traces)
+		require.NoError(t, err)
+		return s
+	}
+	var pool streamPool
+	defer pool.close()
+	now := time.Now()
+	old, recent := open(), open()
+	pool.put(old, now)
+	pool.put(recent, now.Add(maxIdle))
+	assert.Same(t, recent, pool.take(schema.Traces, now.Add(maxIdle)), "most recently used first")
+	pool.put(recent, now.Add(maxIdle))
+	assert.Same(t, recent, pool.take(schema.Traces, now.Add(maxIdle+time.Second)), "the old stream is closed, not taken")
+	assert.Nil(t, pool.take(schema.Traces, now.Add(maxIdle+time.Second)))
+	assert.ErrorIs(t, old.stream.Context().Err(), context.Canceled, "the aged stream was closed")
+	assert.NoError(t, recent.stream.Context().Err())
+	recent.close()
 }

@@ -1,14 +1,18 @@
 // Package arcflight is the wire contract between the exporter and the
-// sidecar: Arrow Flight DoPut, one stream per (database, table), one
-// acknowledgement per record batch, sent only once the batch is durable.
+// sidecar: Arrow Flight DoPut, long-lived streams of one (database, table)
+// each, one acknowledgement per record batch, sent only once the batch is
+// durable.
 //
 // A stream's first FlightData carries a descriptor of type PATH whose path is
-// [database, table]. Every record batch that follows is answered, in order,
-// by one PutResult whose app_metadata is the batch's 0-based sequence number
-// in the stream as 8 bytes big-endian. A batch the sidecar rejects ends the
-// stream with a gRPC status: InvalidArgument for data that no retry fixes
-// (the exporter makes it a permanent error), ResourceExhausted or Unavailable
-// for overload and shutdown (the exporter retries).
+// [database, table] and the table's schema. Every record batch that follows,
+// for as long as the stream lives (the exporter keeps it for many pushes),
+// is answered, in order, by one PutResult whose app_metadata is the batch's
+// 0-based sequence number in the stream as 8 bytes big-endian. A batch the
+// sidecar rejects ends the stream with a gRPC status: InvalidArgument for
+// data that no retry fixes (the exporter makes it a permanent error),
+// ResourceExhausted or Unavailable for overload and shutdown (the exporter
+// retries). A sidecar shutting down ends every stream with Unavailable
+// after the batch it is storing.
 package arcflight
 
 import (

@@ -68,7 +68,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterArcPutDuration, err = builder.meter.Float64Histogram(
 		"otelcol_exporter_arc_put_duration",
-		metric.WithDescription("Time from opening a DoPut stream of one table to its last acknowledgement, failed streams included. [Alpha]"),
+		metric.WithDescription("Time from the start of a push's batches of one table to their last acknowledgement (a stream opened for them included), failed pushes included. [Alpha]"),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries([]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}...),
 	)
