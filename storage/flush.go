@@ -102,6 +102,7 @@ func (s *Store) encode(f io.Writer, p *partition) error {
 		Compression:  s.opts.Compression,
 		RowGroupRows: s.opts.RowGroupRows,
 		BloomColumns: p.table.BloomColumns,
+		ExpectedRows: int64(p.rows),
 	})
 	if err != nil {
 		return err

@@ -98,9 +98,13 @@ func TestParquetAllocationsPerBatch(t *testing.T) {
 			eleven := testing.AllocsPerRun(3, write(11))
 			perBatch := (eleven - one) / 10
 			t.Logf("allocs: %.0f for a file of one batch, %.0f per further 1000-row batch", one, perBatch)
-			// Per page and per batch, never per row: the race detector's
-			// builds count a few more, so the bound leaves room.
-			assert.Less(t, perBatch, 250.0, "allocations grow with rows")
+			// Per column, page and batch, never per row (a value-level
+			// allocation costs 1000 per column): the writer hands every
+			// batch to arrow-go column by column, some tens of allocations
+			// each. The race detector's builds count a few more, so the
+			// bound leaves room; parquetfile's TestAllocationsDoNotGrowWithRows
+			// checks the growth with rows itself.
+			assert.Less(t, perBatch, 100.0*float64(len(tt.table.Parquet.Columns())), "allocations grow with rows")
 		})
 	}
 }

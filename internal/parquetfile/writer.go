@@ -4,13 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/compress/uncompressed"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Compression names accepted by Options.Compression.
@@ -27,12 +35,17 @@ var ErrUnknownCompression = errors.New("unknown compression (want zstd, snappy o
 type Options struct {
 	Compression string
 	// RowGroupRows caps the rows of one row group; it also bounds the memory
-	// a writer holds, since parquet-go buffers a row group before writing it.
+	// a writer holds, since a row group is encoded in memory before it is
+	// written.
 	RowGroupRows int64
-	// BloomColumns get a split-block bloom filter of BloomBitsPerValue bits
-	// per distinct value.
-	BloomColumns      []string
-	BloomBitsPerValue uint
+	// BloomColumns get a split-block bloom filter with a false positive
+	// rate of BloomFPP (default 1 %).
+	BloomColumns []string
+	BloomFPP     float64
+	// ExpectedRows sizes the bloom filters: the number of rows the file
+	// will hold (their distinct values at most). 0 means unknown: the
+	// filters then adapt to the values seen, up to a row group's worth.
+	ExpectedRows int64
 	// Metadata is stored in the file's key/value metadata.
 	Metadata map[string]string
 }
@@ -41,7 +54,22 @@ type Options struct {
 // read long runs, small enough that a writer holds little memory.
 const DefaultRowGroupRows = 128 * 1024
 
-// Codec returns the parquet-go codec of a compression name.
+// stringEncoding encodes the strings written without a dictionary: PLAIN.
+// DELTA_LENGTH_BYTE_ARRAY saves 2-4 % of the bytes after zstd but costs
+// CPU and allocates per block of 128 values (BenchmarkEncode's
+// new-dlba-strings, TestAllocationsDoNotGrowWithRows).
+var stringEncoding = pq.Encodings.Plain
+
+// writeBatchValues is how many values of a column arrow-go encodes at a
+// time; its work and allocations are per such batch (its default is 1024).
+const writeBatchValues = 16 * 1024
+
+// zstdLevel is the zstd level of every file: level 1, the fastest.
+// BenchmarkEncode's zstd-level cases show what higher levels buy.
+const zstdLevel = 1
+
+// Codec returns the parquet-go codec of a compression name; compaction
+// rewrites files with parquet-go.
 func Codec(name string) (compress.Codec, error) {
 	switch name {
 	case "", CompressionZstd:
@@ -54,134 +82,458 @@ func Codec(name string) (compress.Codec, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownCompression, name)
 }
 
-// chunkRows is how many rows are converted before their values are handed to
-// parquet-go: it bounds the scratch value buffers.
-const chunkRows = 1024
+func arrowCodec(name string) (pqcompress.Compression, error) {
+	switch name {
+	case "", CompressionZstd:
+		return pqcompress.Codecs.Zstd, nil
+	case CompressionSnappy:
+		return pqcompress.Codecs.Snappy, nil
+	case CompressionNone:
+		return pqcompress.Codecs.Uncompressed, nil
+	}
+	return 0, fmt.Errorf("%w: %q", ErrUnknownCompression, name)
+}
 
-// Writer writes record batches of one schema to one Parquet file.
+// Writer writes record batches of one schema to one Parquet file. It
+// encodes with arrow-go's pqarrow, which writes each column straight from
+// the Arrow buffers as typed slices and derives repetition and definition
+// levels from the Arrow offsets and validity bitmaps in bulk; the Parquet
+// schema (column order, logical types, encodings) is the parquet-go schema
+// given, so files are those the contract describes.
+//
+// Records are kept (retained, not copied) until a row group is complete;
+// the row group is then written column by column straight to out, so a
+// writer buffers no encoded pages beyond the current column chunk.
 type Writer struct {
-	pw      *parquet.Writer
-	columns []writer
+	out   io.Writer
+	props []pq.WriterProperty
+	fw    *pqarrow.FileWriter
+	// schema is the Arrow schema in Parquet column order; fields maps each
+	// of its columns to the column of the records written.
+	schema  *arrow.Schema
 	fields  []int
-	leaves  []*leaf
+	retype  []arrow.DataType // where the record's type needs relabelling
+	dict    []*dictColumn    // the top-level string columns the schema dictionary-encodes
 	maxRows int64
-	rows    int64 // rows in the current row group
+	pending []run // rows of the current row group
+	rows    int64 // rows in pending
 	total   int64
+}
+
+// run is rows [start, end) of a record.
+type run struct {
+	rec        arrow.RecordBatch
+	start, end int64
 }
 
 // NewWriter starts a Parquet file with the given schema on out. Every record
 // written must have an Arrow schema that fits it (see Check).
 func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema, opts Options) (*Writer, error) {
-	codec, err := Codec(opts.Compression)
+	codec, err := arrowCodec(opts.Compression)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{maxRows: opts.RowGroupRows}
+	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows}
 	if w.maxRows <= 0 {
 		w.maxRows = DefaultRowGroupRows
 	}
-	if err := w.planColumns(schema, arrowSchema); err != nil {
+	if err := w.plan(schema, arrowSchema); err != nil {
 		return nil, err
 	}
-	wopts := []parquet.WriterOption{
-		schema,
-		parquet.Compression(codec),
-		parquet.DataPageStatistics(true),
-		parquet.MaxRowsPerRowGroup(w.maxRows),
+	w.props = []pq.WriterProperty{
+		pq.WithRootName(schema.Name()),
+		pq.WithCompression(codec),
+		pq.WithCompressionLevel(zstdLevel),
+		pq.WithMaxRowGroupLength(w.maxRows),
+		pq.WithDataPageVersion(pq.DataPageV2),
+		pq.WithStats(true),
+		pq.WithPageIndexEnabled(true),
+		pq.WithDictionaryDefault(false),
+		pq.WithCreatedBy("arc-otel"),
+		pq.WithBatchSize(writeBatchValues),
 	}
-	bits := opts.BloomBitsPerValue
-	if bits == 0 {
-		bits = 10
-	}
-	// One option for every column: each parquet.BloomFilters option
-	// replaces the previous one.
-	var filters []parquet.BloomFilterColumn
-	for _, col := range opts.BloomColumns {
-		if _, ok := schema.Lookup(col); ok {
-			filters = append(filters, parquet.SplitBlockFilter(bits, col))
-		}
-	}
-	if len(filters) > 0 {
-		wopts = append(wopts, parquet.BloomFilters(filters...))
-	}
-	for k, v := range opts.Metadata {
-		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
-	}
-	w.pw = parquet.NewWriter(out, wopts...)
+	w.props = append(w.props, columnEncodings(schema)...)
+	w.props = append(w.props, bloomFilters(schema, opts, w.maxRows)...)
+	w.schema = arrow.NewSchema(w.schema.Fields(), metadataOf(opts.Metadata))
 	return w, nil
 }
 
-func (w *Writer) planColumns(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
+// start creates the file writer once the first row group is known: a
+// dictionary column whose values are mostly distinct there (ids, request
+// ids) is written with DELTA_LENGTH_BYTE_ARRAY instead, since a dictionary
+// would only add its index to every value.
+func (w *Writer) start() error {
+	props := w.props
+	for _, d := range w.dict {
+		if d != nil && !d.worthIt() {
+			d.off = true
+			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding))
+		}
+	}
+	fw, err := pqarrow.NewFileWriter(w.schema, w.out, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return fmt.Errorf("start parquet file: %w", err)
+	}
+	w.fw = fw
+	return nil
+}
+
+// writerOnly hides an io.Closer: pqarrow closes a closable sink, and
+// callers fsync and close their files themselves.
+type writerOnly struct{ io.Writer }
+
+func metadataOf(m map[string]string) *arrow.Metadata {
+	if len(m) == 0 {
+		return nil
+	}
+	md := arrow.MetadataFrom(m)
+	return &md
+}
+
+// columnEncodings turns the encodings of the parquet-go schema (the dict
+// and delta tags of the row types, the measurement tables' dictionary) into
+// pqarrow properties: dictionary only where the schema asks for it (and
+// the values repeat, see dictColumn), the delta encoding where it names it,
+// stringEncoding for the other strings.
+func columnEncodings(schema *parquet.Schema) []pq.WriterProperty {
+	var props []pq.WriterProperty
+	for _, path := range schema.Columns() {
+		leaf, _ := schema.Lookup(path...)
+		name := strings.Join(path, ".")
+		enc := leaf.Node.Encoding()
+		switch {
+		case isDictionary(enc):
+			props = append(props, pq.WithDictionaryFor(name, true))
+		case enc != nil && enc.Encoding() == format.DeltaBinaryPacked:
+			props = append(props, pq.WithEncodingFor(name, pq.Encodings.DeltaBinaryPacked))
+		case enc != nil && enc.Encoding() == format.DeltaByteArray:
+			props = append(props, pq.WithEncodingFor(name, pq.Encodings.DeltaByteArray))
+		case leaf.Node.Type().Kind() == parquet.ByteArray:
+			props = append(props, pq.WithEncodingFor(name, stringEncoding))
+		}
+	}
+	return props
+}
+
+func isDictionary(enc encoding.Encoding) bool {
+	return enc != nil && (enc.Encoding() == format.RLEDictionary || enc.Encoding() == format.PlainDictionary)
+}
+
+// bloomFilters sizes each bloom column's filter for the rows expected, at
+// most a row group's worth: a filter too large for a small file would be
+// most of its bytes.
+func bloomFilters(schema *parquet.Schema, opts Options, maxRows int64) []pq.WriterProperty {
+	fpp := opts.BloomFPP
+	if fpp <= 0 || fpp >= 1 {
+		fpp = 0.01
+	}
+	var props []pq.WriterProperty
+	for _, col := range opts.BloomColumns {
+		if _, ok := schema.Lookup(col); !ok {
+			continue
+		}
+		props = append(props, pq.WithBloomFilterEnabledFor(col, true), pq.WithBloomFilterFPPFor(col, fpp))
+		if opts.ExpectedRows > 0 {
+			props = append(props, pq.WithBloomFilterNDVFor(col, min(opts.ExpectedRows, maxRows)))
+		} else {
+			props = append(props, pq.WithAdaptiveBloomFilterEnabledFor(col, true), pq.WithBloomFilterNDVFor(col, maxRows))
+		}
+	}
+	return props
+}
+
+// plan maps the Parquet columns onto the Arrow fields by name and checks
+// that each Arrow type is the one pqarrow turns into the Parquet type.
+func (w *Writer) plan(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
+	fields := make([]arrow.Field, 0, len(schema.Fields()))
 	for _, f := range schema.Fields() {
 		idx := arrowSchema.FieldIndices(f.Name())
 		if len(idx) != 1 {
 			return fmt.Errorf("parquet column %q has no Arrow field", f.Name())
 		}
-		col, err := plan(f, arrowSchema.Field(idx[0]).Type, 0, &w.leaves)
+		af := arrowSchema.Field(idx[0])
+		typ, err := fit(f, af.Type)
 		if err != nil {
 			return fmt.Errorf("column %q: %w", f.Name(), err)
 		}
-		w.columns = append(w.columns, col)
+		var retype arrow.DataType
+		if !arrow.TypeEqual(typ, af.Type) {
+			retype = typ
+		}
+		fields = append(fields, arrow.Field{Name: f.Name(), Type: typ, Nullable: f.Optional()})
 		w.fields = append(w.fields, idx[0])
+		w.retype = append(w.retype, retype)
+		var d *dictColumn
+		if f.Leaf() && isDictionary(f.Encoding()) && typ.ID() == arrow.STRING {
+			d = &dictColumn{name: f.Name()}
+		}
+		w.dict = append(w.dict, d)
 	}
+	w.schema = arrow.NewSchema(fields, nil)
 	return nil
+}
+
+// fit checks that Arrow data of type dt can be written as the Parquet node
+// and returns the Arrow type that makes pqarrow write the node's logical
+// type: a timestamp without a time zone becomes a UTC one (the contract's
+// timestamps are UTC instants).
+func fit(node parquet.Node, dt arrow.DataType) (arrow.DataType, error) {
+	if node.Leaf() {
+		kind := node.Type().Kind()
+		switch {
+		case kind == parquet.ByteArray && dt.ID() == arrow.STRING,
+			kind == parquet.ByteArray && dt.ID() == arrow.BINARY,
+			kind == parquet.Int64 && dt.ID() == arrow.INT64,
+			kind == parquet.Int32 && dt.ID() == arrow.INT32,
+			kind == parquet.Double && dt.ID() == arrow.FLOAT64,
+			kind == parquet.Boolean && dt.ID() == arrow.BOOL:
+			return dt, nil
+		case kind == parquet.Int64 && dt.ID() == arrow.TIMESTAMP:
+			ts := dt.(*arrow.TimestampType)
+			if ts.Unit != arrow.Nanosecond {
+				return nil, fmt.Errorf("want nanoseconds, got %s", dt)
+			}
+			if ts.TimeZone != "UTC" {
+				return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, nil
+			}
+			return dt, nil
+		}
+		return nil, fmt.Errorf("no conversion from Arrow %s to Parquet %s", dt, node.Type())
+	}
+	var lt format.LogicalTypeValue
+	if t := node.Type().LogicalType(); t != nil {
+		lt = t.Value
+	}
+	switch lt.(type) {
+	case *format.ListType:
+		l, ok := dt.(*arrow.ListType)
+		if !ok {
+			return nil, fmt.Errorf("want an Arrow list for a Parquet LIST, got %s", dt)
+		}
+		elem := node.Fields()[0].Fields()[0]
+		if l.ElemField().Nullable != elem.Optional() {
+			return nil, fmt.Errorf("list element nullability differs")
+		}
+		if _, err := fit(elem, l.Elem()); err != nil {
+			return nil, err
+		}
+		return dt, nil
+	case *format.MapType:
+		m, ok := dt.(*arrow.MapType)
+		if !ok {
+			return nil, fmt.Errorf("want an Arrow map for a Parquet MAP, got %s", dt)
+		}
+		kv := node.Fields()[0]
+		k, _ := fieldNamed(kv, "key")
+		v, _ := fieldNamed(kv, "value")
+		if k == nil || v == nil || m.ItemField().Nullable != v.Optional() {
+			return nil, fmt.Errorf("map key or value does not fit")
+		}
+		if _, err := fit(k, m.KeyType()); err != nil {
+			return nil, err
+		}
+		if _, err := fit(v, m.ItemType()); err != nil {
+			return nil, err
+		}
+		return dt, nil
+	}
+	st, ok := dt.(*arrow.StructType)
+	if !ok {
+		return nil, fmt.Errorf("want an Arrow struct for a Parquet group, got %s", dt)
+	}
+	if st.NumFields() != len(node.Fields()) {
+		return nil, fmt.Errorf("struct has %d fields, the Parquet group %d", st.NumFields(), len(node.Fields()))
+	}
+	for i, f := range node.Fields() {
+		// pqarrow writes struct fields in Arrow order: the orders must agree.
+		af := st.Field(i)
+		if af.Name != f.Name() || af.Nullable != f.Optional() {
+			return nil, fmt.Errorf("struct field %d is %q, want %q", i, af.Name, f.Name())
+		}
+		if _, err := fit(f, af.Type); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	}
+	return dt, nil
+}
+
+func fieldNamed(n parquet.Node, name string) (parquet.Node, bool) {
+	for _, f := range n.Fields() {
+		if f.Name() == name {
+			return f, true
+		}
+	}
+	return nil, false
 }
 
 // Check reports whether records of arrowSchema can be written with schema.
 func Check(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
 	var w Writer
-	return w.planColumns(schema, arrowSchema)
+	return w.plan(schema, arrowSchema)
 }
 
 // Write appends the given rows of rec, in that order; rows == nil means all
-// rows.
+// rows. Ascending runs of rows are written as zero-copy slices of rec; rows
+// scattered in small runs are gathered into one copy first, which is
+// cheaper than writing many tiny slices.
 func (w *Writer) Write(rec arrow.RecordBatch, rows []int32) error {
-	n := int(rec.NumRows())
-	if rows != nil {
-		n = len(rows)
+	if rows == nil {
+		return w.write(rec, 0, rec.NumRows())
 	}
-	for start := 0; start < n; {
-		end := min(start+chunkRows, n, start+int(w.maxRows-w.rows))
-		w.convert(rec, rows, start, end)
-		if err := w.emit(); err != nil {
-			return err
+	if runs := countRuns(rows); runs > 1 && len(rows)/runs < minRunRows {
+		return w.gather(rec, rows)
+	}
+	for start := 0; start < len(rows); {
+		end := start + 1
+		for end < len(rows) && rows[end] == rows[end-1]+1 {
+			end++
 		}
-		w.rows += int64(end - start)
-		w.total += int64(end - start)
-		if w.rows >= w.maxRows {
-			if err := w.pw.Flush(); err != nil {
-				return fmt.Errorf("flush row group: %w", err)
-			}
-			w.rows = 0
+		if err := w.write(rec, int64(rows[start]), int64(rows[end-1])+1); err != nil {
+			return err
 		}
 		start = end
 	}
 	return nil
 }
 
-func (w *Writer) convert(rec arrow.RecordBatch, rows []int32, start, end int) {
-	for c, col := range w.columns {
-		arr := rec.Column(w.fields[c])
-		for k := start; k < end; k++ {
-			i := k
-			if rows != nil {
-				i = int(rows[k])
+// minRunRows is the average run length below which Write gathers rows
+// instead of slicing runs.
+const minRunRows = 64
+
+func countRuns(rows []int32) int {
+	runs := 0
+	for i := range rows {
+		if i == 0 || rows[i] != rows[i-1]+1 {
+			runs++
+		}
+	}
+	return runs
+}
+
+func (w *Writer) gather(rec arrow.RecordBatch, rows []int32) error {
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
 			}
-			col.write(arr, i, 0, 0)
+		}
+	}()
+	var parts []arrow.Array
+	for i := range cols {
+		parts = parts[:0]
+		for start := 0; start < len(rows); {
+			end := start + 1
+			for end < len(rows) && rows[end] == rows[end-1]+1 {
+				end++
+			}
+			parts = append(parts, array.NewSlice(rec.Column(i), int64(rows[start]), int64(rows[end-1])+1))
+			start = end
+		}
+		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		for _, p := range parts {
+			p.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("gather rows: %w", err)
+		}
+		cols[i] = c
+	}
+	gathered := array.NewRecordBatch(rec.Schema(), cols, int64(len(rows)))
+	defer gathered.Release()
+	return w.write(gathered, 0, int64(len(rows)))
+}
+
+// write appends rows [start, end) of rec, writing each row group as it
+// fills up.
+func (w *Writer) write(rec arrow.RecordBatch, start, end int64) error {
+	for start < end {
+		n := min(end-start, w.maxRows-w.rows)
+		rec.Retain()
+		w.pending = append(w.pending, run{rec: rec, start: start, end: start + n})
+		w.rows += n
+		w.total += n
+		start += n
+		if w.rows >= w.maxRows {
+			if err := w.flushRowGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flushRowGroup writes the pending rows as one row group, column by column.
+func (w *Writer) flushRowGroup() error {
+	defer w.releasePending()
+	for c, d := range w.dict {
+		if d != nil && !d.off {
+			d.build(w.pending, w.fields[c])
+		}
+	}
+	if w.fw == nil {
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	if err := w.fw.NewRowGroupChecked(); err != nil {
+		return fmt.Errorf("start row group: %w", err)
+	}
+	chunks := make([]arrow.Array, len(w.pending))
+	for c, f := range w.fields {
+		typ := w.schema.Field(c).Type
+		if d := w.dict[c]; d != nil && !d.off {
+			typ = d.chunks(chunks)
+		} else {
+			for i, r := range w.pending {
+				chunks[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
+			}
+		}
+		col := arrow.NewChunked(typ, chunks)
+		for i, a := range chunks {
+			a.Release()
+			chunks[i] = nil
+		}
+		err := w.fw.WriteColumnChunked(col, 0, w.rows)
+		col.Release()
+		if err != nil {
+			return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) releasePending() {
+	for i, r := range w.pending {
+		r.rec.Release()
+		w.pending[i] = run{}
+	}
+	w.pending = w.pending[:0]
+	w.rows = 0
+	for _, d := range w.dict {
+		if d != nil {
+			d.reset()
 		}
 	}
 }
 
-func (w *Writer) emit() error {
-	cws := w.pw.ColumnWriters()
-	for _, l := range w.leaves {
-		if _, err := cws[l.column].WriteRowValues(l.values); err != nil {
-			return fmt.Errorf("write column %d: %w", l.column, err)
-		}
-		clear(l.values) // drop references to Arrow buffers
-		l.values = l.values[:0]
+// slice returns rows [start, end) of arr with the Parquet column's type.
+func (w *Writer) slice(c int, arr arrow.Array, start, end int64) arrow.Array {
+	if start != 0 || end != int64(arr.Len()) {
+		arr = array.NewSlice(arr, start, end)
+	} else {
+		arr.Retain()
 	}
-	return nil
+	if t := w.retype[c]; t != nil {
+		relabelled := array.MakeFromData(relabel(arr.Data(), t))
+		arr.Release()
+		arr = relabelled
+	}
+	return arr
+}
+
+func relabel(d arrow.ArrayData, t arrow.DataType) arrow.ArrayData {
+	return array.NewData(t, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
 }
 
 // Rows returns how many rows were written.
@@ -190,7 +542,17 @@ func (w *Writer) Rows() int64 { return w.total }
 // Close writes the last row group and the footer. It does not close the
 // underlying io.Writer.
 func (w *Writer) Close() error {
-	if err := w.pw.Close(); err != nil {
+	if w.rows > 0 {
+		if err := w.flushRowGroup(); err != nil {
+			return err
+		}
+	}
+	if w.fw == nil { // no rows: a file with the schema and no row group
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	if err := w.fw.Close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
 	}
 	return nil

@@ -29,7 +29,7 @@ type item struct {
 
 type row struct {
 	Time  int64             `parquet:"time,timestamp(nanosecond)"`
-	ID    string            `parquet:"id"`
+	ID    string            `parquet:"id,dict"`
 	Code  *int64            `parquet:"code,optional"`
 	OK    bool              `parquet:"ok"`
 	Attrs map[string]string `parquet:"attrs"`

@@ -1,0 +1,75 @@
+package parquetfile_test
+
+import (
+	"io"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
+)
+
+// Encoding allocates per batch, per column and per page, never per value:
+// a file of one batch of ten times the rows costs about the allocations of
+// a file of one batch, and each further batch a bounded number per column.
+// The per-value writer this package had, or pqarrow hashing dictionary
+// strings itself (a closure per value), fail the first check by thousands.
+func TestAllocationsDoNotGrowWithRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations of Parquet encoding")
+	}
+	for _, tt := range benchTables() {
+		t.Run(tt.name, func(t *testing.T) {
+			small := oneRecord(t, tt, 1000)
+			defer small.Release()
+			large := oneRecord(t, tt, 10000)
+			defer large.Release()
+			file := func(recs ...arrow.RecordBatch) func() {
+				return func() {
+					w, err := parquetfile.NewWriter(io.Discard, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 1000})
+					require.NoError(t, err)
+					for _, rec := range recs {
+						require.NoError(t, w.Write(rec, nil))
+					}
+					require.NoError(t, w.Close())
+				}
+			}
+			one := testing.AllocsPerRun(3, file(small))
+			tenfold := testing.AllocsPerRun(3, file(large))
+			eleven := testing.AllocsPerRun(3, file(small, small, small, small, small, small, small, small, small, small, small))
+			perBatch := (eleven - one) / 10
+			columns := len(tt.parquet.Columns())
+			t.Logf("allocs: %.0f for a file of 1000 rows, %.0f for 10000 rows in one batch, %.0f per further batch (%d leaf columns)",
+				one, tenfold, perBatch, columns)
+			// Pages and buffers grow with rows: a few per column.
+			assert.Less(t, tenfold-one, 0.1*one+float64(8*columns), "allocations grow with the rows of a batch")
+			assert.Less(t, perBatch, float64(150*columns), "allocations per batch")
+		})
+	}
+}
+
+// oneRecord is the records of tt for n rows, concatenated into one.
+func oneRecord(t *testing.T, tt benchTable, n int) arrow.RecordBatch {
+	recs := tt.batches(t, n)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	cols := make([]arrow.Array, len(tt.arrow.Fields()))
+	for c := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+		}
+		col, err := array.Concatenate(parts, memory.DefaultAllocator)
+		require.NoError(t, err)
+		defer col.Release()
+		cols[c] = col
+	}
+	return array.NewRecordBatch(tt.arrow, cols, int64(n))
+}

@@ -1,0 +1,313 @@
+package parquetfile_test
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/arc-otel/arc-otel/internal/otlparrow"
+	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage"
+)
+
+// batchRows is the rows of one record: the exporter sends batches of 1000.
+const batchRows = 1000
+
+// benchTable is one table's records as a flush gets them: filesRows rows
+// in records of batchRows rows.
+type benchTable struct {
+	name    string
+	parquet *parquet.Schema
+	arrow   *arrow.Schema
+	bloom   []string
+	batches func(b testing.TB, n int) []arrow.RecordBatch
+}
+
+func benchTables() []benchTable {
+	return []benchTable{
+		{"otlp_traces", schema.Traces.Parquet, schema.Traces.Arrow, schema.Traces.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
+			return convert(b, schema.Traces, n, func(n int) any { return otlparrowtest.RealisticTraces(n) })
+		}},
+		{"otlp_logs", schema.Logs.Parquet, schema.Logs.Arrow, schema.Logs.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
+			return convert(b, schema.Logs, n, func(n int) any { return otlparrowtest.RealisticLogs(n) })
+		}},
+		{"otlp_metrics", schema.Metrics.Parquet, schema.Metrics.Arrow, schema.Metrics.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
+			return convert(b, schema.Metrics, n, func(n int) any { return otlparrowtest.RealisticMetrics(n) })
+		}},
+		measurement("arc_traces", arcTraces),
+		measurement("arc_logs", arcLogs),
+	}
+}
+
+// convert turns n realistic OTLP items into records of the table, one per
+// batchRows items.
+func convert(b testing.TB, table *schema.Table, n int, gen func(int) any) []arrow.RecordBatch {
+	var out []arrow.RecordBatch
+	keep := func(t *schema.Table, rec arrow.RecordBatch) error {
+		if t == table {
+			rec.Retain()
+			out = append(out, rec)
+		}
+		return nil
+	}
+	for done := 0; done < n; done += batchRows {
+		var err error
+		switch d := gen(batchRows).(type) {
+		case ptrace.Traces:
+			c := otlparrow.NewTracesConverter(memory.DefaultAllocator, batchRows)
+			err = c.Convert(d, keep)
+			c.Release()
+		case plog.Logs:
+			c := otlparrow.NewLogsConverter(memory.DefaultAllocator, batchRows)
+			err = c.Convert(d, keep)
+			c.Release()
+		case pmetric.Metrics:
+			c := otlparrow.NewMetricsConverter(memory.DefaultAllocator, batchRows)
+			err = c.Convert(d, keep)
+			c.Release()
+		}
+		require.NoError(b, err)
+	}
+	return out
+}
+
+// measurement is a flat Arc-protocol table as the sidecar stores it: the
+// Arrow schema of internal/arcmsgpack (time, then columns by name, all
+// nullable) and the Parquet schema of storage.MeasurementTable.
+func measurement(name string, gen func(r *rand.Rand, bld *array.RecordBuilder, rows int)) benchTable {
+	s := measurementSchema(name)
+	t, err := storage.MeasurementTable(name, s)
+	if err != nil {
+		panic(err)
+	}
+	return benchTable{name, t.Parquet, t.Arrow, t.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
+		r := rand.New(rand.NewPCG(1, uint64(n)))
+		var out []arrow.RecordBatch
+		for done := 0; done < n; done += batchRows {
+			bld := array.NewRecordBuilder(memory.DefaultAllocator, s)
+			gen(r, bld, batchRows)
+			out = append(out, bld.NewRecordBatch())
+			bld.Release()
+		}
+		return out
+	}}
+}
+
+var (
+	services = []string{"api-gateway", "auth-service", "user-service", "product-service", "order-service", "payment-service", "inventory-service", "notification-service"}
+	regions  = []string{"us-east-1", "us-west-2", "eu-west-1", "ap-southeast-1"}
+	envs     = []string{"production", "staging", "development"}
+	levels   = []string{"DEBUG", "INFO", "INFO", "WARN", "ERROR"}
+	kinds    = []string{"server", "client", "internal", "producer", "consumer"}
+	methods  = []string{"GET", "POST", "PUT", "DELETE"}
+	routes   = []string{"/api/users", "/api/orders", "/api/products", "/api/cart", "/api/checkout", "/api/login", "/health"}
+	messages = []string{"Request processed successfully", "User %d logged in from %s", "Cache miss for key user:%d", "Slow query took %d ms on %s",
+		"Payment %d authorised", "Retrying request %d to %s", "Order %d shipped", "Connection reset by peer %s"}
+	statuses = []int64{200, 200, 201, 404, 500}
+)
+
+func measurementSchema(name string) *arrow.Schema {
+	cols := map[string][]string{
+		"arc_traces": {"duration_ns:i", "environment:s", "error:b", "http_method:s", "operation_name:s", "parent_span_id:s", "region:s",
+			"service_name:s", "span_id:s", "span_kind:s", "status_code:i", "trace_id:s"},
+		"arc_logs": {"environment:s", "level:s", "message:s", "region:s", "request_id:s", "response_time_ms:i", "service:s", "status_code:i"},
+	}[name]
+	fields := []arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}}
+	for _, c := range cols {
+		var t arrow.DataType
+		switch c[len(c)-1] {
+		case 'i':
+			t = arrow.PrimitiveTypes.Int64
+		case 'b':
+			t = arrow.FixedWidthTypes.Boolean
+		default:
+			t = arrow.BinaryTypes.String
+		}
+		fields = append(fields, arrow.Field{Name: c[:len(c)-2], Type: t, Nullable: true})
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+var benchStart = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func hex(r *rand.Rand, n int) string {
+	const digits = "0123456789abcdef"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = digits[r.IntN(16)]
+	}
+	return string(b)
+}
+
+func pick[T any](r *rand.Rand, from []T) T { return from[r.IntN(len(from))] }
+
+// arcTraces fills the 13 columns of Arc's distributed_traces load: random
+// 32-hex trace ids, 16-hex span ids, a parent for 30 % of spans, times in
+// milliseconds.
+func arcTraces(r *rand.Rand, b *array.RecordBuilder, n int) {
+	for range n {
+		ms := benchStart.Add(time.Duration(r.IntN(int(time.Minute)))).UnixMilli()
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ms * 1e6))
+		b.Field(1).(*array.Int64Builder).Append(int64(r.IntN(500_000_000)))
+		b.Field(2).(*array.StringBuilder).Append(pick(r, envs))
+		b.Field(3).(*array.BooleanBuilder).Append(r.IntN(50) == 0)
+		b.Field(4).(*array.StringBuilder).Append(pick(r, methods))
+		b.Field(5).(*array.StringBuilder).Append(pick(r, methods) + " " + pick(r, routes))
+		parent := ""
+		if r.IntN(10) < 3 {
+			parent = hex(r, 16)
+		}
+		b.Field(6).(*array.StringBuilder).Append(parent)
+		b.Field(7).(*array.StringBuilder).Append(pick(r, regions))
+		b.Field(8).(*array.StringBuilder).Append(pick(r, services))
+		b.Field(9).(*array.StringBuilder).Append(hex(r, 16))
+		b.Field(10).(*array.StringBuilder).Append(pick(r, kinds))
+		b.Field(11).(*array.Int64Builder).Append(pick(r, statuses))
+		b.Field(12).(*array.StringBuilder).Append(hex(r, 32))
+	}
+}
+
+// arcLogs fills the 9 columns of Arc's logs load with a UUID request id and
+// messages from templates with varying numbers and names.
+func arcLogs(r *rand.Rand, b *array.RecordBuilder, n int) {
+	for range n {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.Add(time.Duration(r.IntN(int(time.Minute)))).UnixNano()))
+		b.Field(1).(*array.StringBuilder).Append(pick(r, envs))
+		b.Field(2).(*array.StringBuilder).Append(pick(r, levels))
+		msg := pick(r, messages)
+		switch {
+		case msg == messages[0]:
+		case msg[len(msg)-2:] == "%s":
+			msg = fmt.Sprintf(msg, r.IntN(100000), pick(r, services))
+		default:
+			msg = fmt.Sprintf(msg, r.IntN(100000))
+		}
+		b.Field(3).(*array.StringBuilder).Append(msg)
+		b.Field(4).(*array.StringBuilder).Append(pick(r, regions))
+		b.Field(5).(*array.StringBuilder).Append(hex(r, 8) + "-" + hex(r, 4) + "-4" + hex(r, 3) + "-a" + hex(r, 3) + "-" + hex(r, 12))
+		b.Field(6).(*array.Int64Builder).Append(int64(r.IntN(500)))
+		b.Field(7).(*array.StringBuilder).Append(pick(r, services))
+		b.Field(8).(*array.Int64Builder).Append(pick(r, statuses))
+	}
+}
+
+// encoder writes one file of records.
+type encoder func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error
+
+// encoders are the candidates compared on the same records.
+var encoders = []struct {
+	name string
+	enc  encoder
+}{
+	{"parquet-go", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, _ int64) error {
+		w, err := parquetfile.NewOldWriter(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom})
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if err := w.Write(rec, nil); err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	}},
+	// pqarrow with Arc's settings: every default (dictionary on every
+	// column), snappy, data page v2. The size reference.
+	{"pqarrow-arc", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, _ int64) error {
+		return pqarrowFile(out, t.arrow, recs, pq.WithCompression(pqcompress.Codecs.Snappy), pq.WithDataPageVersion(pq.DataPageV2))
+	}},
+	{"new", newEncoder},
+	// The new writer with DELTA_LENGTH_BYTE_ARRAY for the strings written
+	// without a dictionary, instead of PLAIN.
+	{"new-dlba-strings", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		parquetfile.SetDeltaLengthStrings(true)
+		defer parquetfile.SetDeltaLengthStrings(false)
+		return newEncoder(out, t, recs, rows)
+	}},
+}
+
+func newEncoder(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+	w, err := parquetfile.NewWriter(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows})
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := w.Write(rec, nil); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+func pqarrowFile(out io.Writer, s *arrow.Schema, recs []arrow.RecordBatch, props ...pq.WriterProperty) error {
+	w, err := pqarrow.NewFileWriter(s, out, pq.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := w.WriteBuffered(rec); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkEncode writes one file of rows rows per op with each candidate,
+// from the same records: realistic OTLP tables (maps, optional columns) and
+// flat Arc-protocol measurements. It reports rows/s, ns/row and the file's
+// bytes per row beside allocs/op.
+//
+//	go test ./internal/parquetfile/ -run '^$' -bench Encode -benchmem -cpu 1
+func BenchmarkEncode(b *testing.B) {
+	for _, t := range benchTables() {
+		for _, rows := range []int{1000, 10000} {
+			recs := t.batches(b, rows)
+			for _, e := range encoders {
+				b.Run(t.name+"/rows="+strconv.Itoa(rows)+"/"+e.name, func(b *testing.B) {
+					b.ReportAllocs()
+					var size int64
+					for b.Loop() {
+						var cw countWriter
+						if err := e.enc(&cw, t, recs, int64(rows)); err != nil {
+							b.Fatal(err)
+						}
+						size = cw.n
+					}
+					reportRows(b, rows, size)
+				})
+			}
+			for _, r := range recs {
+				r.Release()
+			}
+		}
+	}
+}
+
+func reportRows(b *testing.B, rows int, size int64) {
+	elapsed := b.Elapsed().Seconds()
+	total := float64(rows) * float64(b.N)
+	b.ReportMetric(total/elapsed, "rows/s")
+	b.ReportMetric(elapsed*1e9/total, "ns/row")
+	b.ReportMetric(float64(size)/float64(rows), "B/row")
+}

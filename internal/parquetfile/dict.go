@@ -1,0 +1,97 @@
+package parquetfile
+
+import (
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// dictColumn dictionary-encodes one top-level string column for a row
+// group before pqarrow sees it. pqarrow would hash every value into its own
+// memo table, which allocates a closure per value (arrow-go 18.8); handed an
+// Arrow dictionary array whose dictionary is the same for every chunk of
+// the row group, it writes the dictionary page once and the indices as
+// they are. One Go map lookup per value does the hashing here, without
+// allocating: the map's keys point into the Arrow buffers, which the writer
+// keeps until the row group is written.
+type dictColumn struct {
+	name string
+	// off: the first row group had mostly distinct values, so the column
+	// is written without a dictionary.
+	off bool
+
+	index   map[string]int32
+	values  *array.StringBuilder
+	indices []*array.Int32Builder // one per pending run
+	dict    *array.String
+	rows    int
+}
+
+var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+// build encodes the column's values of the pending runs.
+func (d *dictColumn) build(runs []run, field int) {
+	if d.index == nil {
+		d.index = make(map[string]int32)
+		d.values = array.NewStringBuilder(memory.DefaultAllocator)
+	}
+	for _, r := range runs {
+		col := r.rec.Column(field).(*array.String)
+		b := array.NewInt32Builder(memory.DefaultAllocator)
+		b.Reserve(int(r.end - r.start))
+		offsets, data := col.ValueOffsets(), col.ValueBytes()
+		base := offsets[0]
+		for i := r.start; i < r.end; i++ {
+			if col.IsNull(int(i)) {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			v := data[offsets[i]-base : offsets[i+1]-base]
+			k := unsafe.String(unsafe.SliceData(v), len(v))
+			idx, ok := d.index[k]
+			if !ok {
+				idx = int32(len(d.index))
+				d.index[k] = idx
+				d.values.Append(k)
+			}
+			b.UnsafeAppend(idx)
+		}
+		d.indices = append(d.indices, b)
+		d.rows += int(r.end - r.start)
+	}
+	d.dict = d.values.NewStringArray()
+}
+
+// worthIt reports whether the dictionary pays: each value repeats about
+// eight times or more (or there are too few rows to tell). Below that a
+// dictionary saves few bytes and costs CPU: arrow-go allocates twice per
+// distinct value when it takes the dictionary in.
+func (d *dictColumn) worthIt() bool {
+	return d.rows < 256 || len(d.index)*8 <= d.rows
+}
+
+// chunks fills out with the dictionary arrays of the pending runs, all
+// sharing one dictionary, and returns their type.
+func (d *dictColumn) chunks(out []arrow.Array) arrow.DataType {
+	for i, b := range d.indices {
+		idx := b.NewInt32Array()
+		out[i] = array.NewDictionaryArray(dictType, idx, d.dict)
+		idx.Release()
+	}
+	return dictType
+}
+
+func (d *dictColumn) reset() {
+	for _, b := range d.indices {
+		b.Release()
+	}
+	d.indices = d.indices[:0]
+	if d.dict != nil {
+		d.dict.Release()
+		d.dict = nil
+	}
+	clear(d.index)
+	d.rows = 0
+}
