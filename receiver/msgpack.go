@@ -54,6 +54,8 @@ type MsgpackHandler struct {
 	// arcmsgpack.DefaultMaxBytes when 0.
 	MaxDecodedMemory int64
 	Metrics          *Metrics // nil records nothing
+
+	inflight inflight // bounds all requests in progress together
 }
 
 // httpError is an answer other than 204.
@@ -96,16 +98,33 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err := storage.CheckName("database", database); err != nil {
 		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
 	}
+	t, err := h.admit(r)
+	if err != nil {
+		return err
+	}
+	defer t.done()
 	b, err := h.openBody(r)
 	if err != nil {
 		return err
 	}
-	ms, err := arcmsgpack.DecodeReader(b, arcmsgpack.NewBudget(h.MaxDecodedMemory))
+	budget := arcmsgpack.NewBudget(h.MaxDecodedMemory)
+	ms, err := arcmsgpack.DecodeReader(b, budget)
 	b.close()
 	if err != nil {
 		return b.fail(decodeError(err))
 	}
+	t.keep(inflightRequests * budget.Used())
 	return h.store(r.Context(), database, ms, arrived)
+}
+
+// admit waits for the request's turn within the bound of all requests in
+// progress.
+func (h *MsgpackHandler) admit(r *http.Request) (*ticket, error) {
+	t, err := h.inflight.admit(r.Context(), h.MaxDecodedMemory)
+	if err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "not stored: gave up waiting for memory: %v", err)
+	}
+	return t, nil
 }
 
 // decodeError answers a body the decoders refused: 413 past the memory
@@ -307,8 +326,8 @@ func (b *body) fail(err error) error {
 }
 
 // readBody reads the whole (decompressed) body, for decoders that need it
-// in one piece.
-func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
+// in one piece; it is charged to budget, and past it the answer is 413.
+func (h *MsgpackHandler) readBody(r *http.Request, budget *arcmsgpack.Budget) ([]byte, error) {
 	b, err := h.openBody(r)
 	if err != nil {
 		return nil, err
@@ -318,9 +337,17 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	if b.kind != "" {
 		hint = 0
 	}
-	data, err := readAll(b, hint, 1<<62)
+	limit := budget.Limit() - budget.Used()
+	data, err := readAll(b, hint, limit)
 	if err := b.fail(err); err != nil {
 		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fail(http.StatusRequestEntityTooLarge, "body decodes to more than the %d bytes of memory a request may take", budget.Limit())
+	}
+	// readAll's buffer is at most twice what it holds.
+	if err := budget.Charge(int64(cap(data))); err != nil {
+		return nil, decodeError(err)
 	}
 	return data, nil
 }
