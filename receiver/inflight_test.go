@@ -2,7 +2,10 @@ package receiver
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,4 +39,23 @@ func TestInflightBoundsRequestsTogether(t *testing.T) {
 		tk.done()
 	}
 	assert.True(t, f.sem.TryAcquire(inflightRequests*budget), "everything is given back")
+}
+
+// TestTricklingBodyGivesBackItsShare: a client that stops sending its body
+// is cut off at BodyReadTimeout and its share of the bound is given back.
+func TestTricklingBodyGivesBackItsShare(t *testing.T) {
+	f := newWriteFixture(t, nil, 0, 0, 1<<20)
+	arc := f.arc
+	arc.BodyReadTimeout = 50 * time.Millisecond
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write([]byte{0x82}) }() // one byte, then nothing
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+PathWriteMsgpack, pr)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.True(t, arc.inflight.sem.TryAcquire(inflightRequests<<20), "the share is given back")
+	require.NoError(t, f.store.Close())
 }

@@ -52,7 +52,7 @@ type LineProtocolHandler struct {
 }
 
 func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	err := h.write(r)
+	err := h.write(w, r)
 	if err == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -100,7 +100,7 @@ func influxCode(status int) string {
 	return "internal error"
 }
 
-func (h *LineProtocolHandler) write(r *http.Request) error {
+func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) error {
 	arrived := time.Now()
 	if h.Tokens.Enabled() && !h.Tokens.validInflux(r) {
 		return fail(http.StatusUnauthorized, "missing or invalid token (send \"Authorization: Bearer <token>\" or \"Token <token>\")")
@@ -126,7 +126,7 @@ func (h *LineProtocolHandler) write(r *http.Request) error {
 	if err != nil {
 		return fail(http.StatusBadRequest, "%v", err)
 	}
-	t, err := h.Arc.admit(r)
+	t, err := h.Arc.admit(w, r)
 	if err != nil {
 		return err
 	}

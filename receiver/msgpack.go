@@ -55,6 +55,12 @@ type MsgpackHandler struct {
 	MaxDecodedMemory int64
 	Metrics          *Metrics // nil records nothing
 
+	// BodyReadTimeout is how long an admitted request may take to send
+	// its body (DefaultBodyReadTimeout when 0): it holds a third of the
+	// bound of requests in progress meanwhile, so a client that trickles
+	// its body must not keep it.
+	BodyReadTimeout time.Duration
+
 	inflight inflight // bounds all requests in progress together
 }
 
@@ -71,7 +77,7 @@ func fail(status int, format string, args ...any) *httpError {
 }
 
 func (h *MsgpackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := h.write(r); err != nil {
+	if err := h.write(w, r); err != nil {
 		var he *httpError
 		if !errors.As(err, &he) {
 			he = fail(http.StatusInternalServerError, "%v", err)
@@ -89,7 +95,7 @@ func (h *MsgpackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *MsgpackHandler) write(r *http.Request) error {
+func (h *MsgpackHandler) write(w http.ResponseWriter, r *http.Request) error {
 	arrived := time.Now()
 	database := r.Header.Get(HeaderDatabase)
 	if database == "" {
@@ -98,7 +104,7 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err := storage.CheckName("database", database); err != nil {
 		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
 	}
-	t, err := h.admit(r)
+	t, err := h.admit(w, r)
 	if err != nil {
 		return err
 	}
@@ -117,13 +123,23 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	return h.store(r.Context(), database, ms, arrived)
 }
 
+// DefaultBodyReadTimeout is the default of MsgpackHandler.BodyReadTimeout.
+const DefaultBodyReadTimeout = 30 * time.Second
+
 // admit waits for the request's turn within the bound of all requests in
-// progress.
-func (h *MsgpackHandler) admit(r *http.Request) (*ticket, error) {
+// progress, then gives it BodyReadTimeout to send its body.
+func (h *MsgpackHandler) admit(w http.ResponseWriter, r *http.Request) (*ticket, error) {
 	t, err := h.inflight.admit(r.Context(), h.MaxDecodedMemory)
 	if err != nil {
 		return nil, fail(http.StatusServiceUnavailable, "not stored: gave up waiting for memory: %v", err)
 	}
+	// Not every ResponseWriter can (a wrapped one): then the server's own
+	// timeouts are the only bound.
+	timeout := h.BodyReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultBodyReadTimeout
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	return t, nil
 }
 
