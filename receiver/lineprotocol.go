@@ -52,7 +52,7 @@ type LineProtocolHandler struct {
 }
 
 func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	err := h.write(r)
+	err := h.write(w, r)
 	if err == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -100,7 +100,7 @@ func influxCode(status int) string {
 	return "internal error"
 }
 
-func (h *LineProtocolHandler) write(r *http.Request) error {
+func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) error {
 	arrived := time.Now()
 	if h.Tokens.Enabled() && !h.Tokens.validInflux(r) {
 		return fail(http.StatusUnauthorized, "missing or invalid token (send \"Authorization: Bearer <token>\" or \"Token <token>\")")
@@ -126,13 +126,22 @@ func (h *LineProtocolHandler) write(r *http.Request) error {
 	if err != nil {
 		return fail(http.StatusBadRequest, "%v", err)
 	}
-	body, err := h.Arc.readBody(r)
+	t, err := h.Arc.admit(w, r)
 	if err != nil {
 		return err
 	}
-	ms, err := lineproto.Decode(body, prec, arrived.UnixNano(), arcmsgpack.NewBudget(h.Arc.MaxDecodedMemory))
+	defer t.done()
+	// The text is held while it is decoded: it counts against the
+	// request's memory budget as its columns do.
+	budget := arcmsgpack.NewBudget(h.Arc.MaxDecodedMemory)
+	body, err := h.Arc.readBody(r, budget)
+	if err != nil {
+		return err
+	}
+	ms, err := lineproto.Decode(body, prec, arrived.UnixNano(), budget)
 	if err != nil {
 		return decodeError(err)
 	}
+	t.keep(inflightRequests * budget.Used())
 	return h.Arc.store(r.Context(), database, ms, arrived)
 }

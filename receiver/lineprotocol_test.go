@@ -27,11 +27,12 @@ func newWriteFixture(t *testing.T, tokens *Tokens, maxBody, maxDecoded, maxMemor
 	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
-	HandleWrites(mux, &MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator,
-		MaxBodyBytes: maxBody, MaxDecodedBytes: maxDecoded, MaxDecodedMemory: maxMemory}, tokens)
+	arc := &MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator,
+		MaxBodyBytes: maxBody, MaxDecodedBytes: maxDecoded, MaxDecodedMemory: maxMemory}
+	HandleWrites(mux, arc, tokens)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &msgpackFixture{dir: dir, store: store, srv: srv}
+	return &msgpackFixture{dir: dir, store: store, srv: srv, arc: arc}
 }
 
 type answer struct {

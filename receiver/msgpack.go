@@ -57,6 +57,14 @@ type MsgpackHandler struct {
 	// arcmsgpack.DefaultMaxBytes when 0.
 	MaxDecodedMemory int64
 	Metrics          *Metrics // nil records nothing
+
+	// BodyReadTimeout is how long an admitted request may take to send
+	// its body (DefaultBodyReadTimeout when 0): it holds a third of the
+	// bound of requests in progress meanwhile, so a client that trickles
+	// its body must not keep it.
+	BodyReadTimeout time.Duration
+
+	inflight inflight // bounds all requests in progress together
 }
 
 // httpError is an answer other than 204.
@@ -72,7 +80,7 @@ func fail(status int, format string, args ...any) *httpError {
 }
 
 func (h *MsgpackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := h.write(r); err != nil {
+	if err := h.write(w, r); err != nil {
 		var he *httpError
 		if !errors.As(err, &he) {
 			he = fail(http.StatusInternalServerError, "%v", err)
@@ -90,7 +98,7 @@ func (h *MsgpackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *MsgpackHandler) write(r *http.Request) error {
+func (h *MsgpackHandler) write(w http.ResponseWriter, r *http.Request) error {
 	arrived := time.Now()
 	database := r.Header.Get(HeaderDatabase)
 	if database == "" {
@@ -99,16 +107,43 @@ func (h *MsgpackHandler) write(r *http.Request) error {
 	if err := storage.CheckName("database", database); err != nil {
 		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
 	}
+	t, err := h.admit(w, r)
+	if err != nil {
+		return err
+	}
+	defer t.done()
 	b, err := h.openBody(r)
 	if err != nil {
 		return err
 	}
-	ms, err := arcmsgpack.DecodeReader(b, arcmsgpack.NewBudget(h.MaxDecodedMemory))
+	budget := arcmsgpack.NewBudget(h.MaxDecodedMemory)
+	ms, err := arcmsgpack.DecodeReader(b, budget)
 	b.close()
 	if err != nil {
 		return b.fail(decodeError(err))
 	}
+	t.keep(inflightRequests * budget.Used())
 	return h.store(r.Context(), database, ms, arrived)
+}
+
+// DefaultBodyReadTimeout is the default of MsgpackHandler.BodyReadTimeout.
+const DefaultBodyReadTimeout = 30 * time.Second
+
+// admit waits for the request's turn within the bound of all requests in
+// progress, then gives it BodyReadTimeout to send its body.
+func (h *MsgpackHandler) admit(w http.ResponseWriter, r *http.Request) (*ticket, error) {
+	t, err := h.inflight.admit(r.Context(), h.MaxDecodedMemory)
+	if err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "not stored: gave up waiting for memory: %v", err)
+	}
+	// Not every ResponseWriter can (a wrapped one): then the server's own
+	// timeouts are the only bound.
+	timeout := h.BodyReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultBodyReadTimeout
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	return t, nil
 }
 
 // decodeError answers a body the decoders refused: 413 past the memory
@@ -324,8 +359,8 @@ func (b *body) fail(err error) error {
 }
 
 // readBody reads the whole (decompressed) body, for decoders that need it
-// in one piece.
-func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
+// in one piece; it is charged to budget, and past it the answer is 413.
+func (h *MsgpackHandler) readBody(r *http.Request, budget *arcmsgpack.Budget) ([]byte, error) {
 	b, err := h.openBody(r)
 	if err != nil {
 		return nil, err
@@ -335,9 +370,17 @@ func (h *MsgpackHandler) readBody(r *http.Request) ([]byte, error) {
 	if b.kind != "" {
 		hint = 0
 	}
-	data, err := readAll(b, hint, 1<<62)
+	limit := budget.Limit() - budget.Used()
+	data, err := readAll(b, hint, limit)
 	if err := b.fail(err); err != nil {
 		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fail(http.StatusRequestEntityTooLarge, "body decodes to more than the %d bytes of memory a request may take", budget.Limit())
+	}
+	// readAll's buffer is at most twice what it holds.
+	if err := budget.Charge(int64(cap(data))); err != nil {
+		return nil, decodeError(err)
 	}
 	return data, nil
 }

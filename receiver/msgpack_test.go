@@ -27,6 +27,7 @@ type msgpackFixture struct {
 	dir   string
 	store *storage.Store
 	srv   *httptest.Server
+	arc   *MsgpackHandler // set by newWriteFixture
 }
 
 func newMsgpackFixture(t *testing.T, tokens *Tokens, maxBody, maxDecoded int64, opts ...func(*MsgpackHandler)) *msgpackFixture {

@@ -292,8 +292,8 @@ func (d *decoder) addRow(name string, hasFields bool) error {
 		}
 	}
 	for _, kv := range d.row.tags {
-		if kv.val == nil {
-			continue
+		if kv.val == nil || d.row.hasHost && kv.key == hostTag {
+			continue // "h" wins over a "host" tag, as in Arc
 		}
 		if err := d.rows.Tag(kv.key, tagString(kv.val)); err != nil {
 			return err

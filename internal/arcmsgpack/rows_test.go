@@ -88,6 +88,17 @@ func TestDecodeRowFormatColumns(t *testing.T) {
 	assert.Equal(t, "hi", get("note").(*array.String).Value(1))
 }
 
+func TestDecodeRowHostWinsOverHostTag(t *testing.T) {
+	ms, err := Decode(pack(t, map[string]any{"m": "cpu", "h": "h1", "tags": map[string]any{"host": "t1"}, "fields": map[string]any{"v": 1}}))
+	require.NoError(t, err)
+	require.Len(t, ms[0].Columns, 2)
+	for _, c := range ms[0].Columns {
+		if c.Name == "host" {
+			assert.Equal(t, []string{"h1"}, c.Strs)
+		}
+	}
+}
+
 func TestDecodeRowWithoutTimeIsNow(t *testing.T) {
 	ms, err := Decode(pack(t, row("cpu", nil, map[string]any{"v": 1}, nil)))
 	require.NoError(t, err)

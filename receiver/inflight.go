@@ -1,0 +1,65 @@
+package receiver
+
+import (
+	"context"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+)
+
+// inflightRequests is how many requests' worth of -max-decoded-memory may
+// be decoding or waiting for their commit at once: a request's columns,
+// then its Arrow record and IPC copy, take about three times what its
+// budget counts, so three budgets bound all write requests together,
+// whatever their number and mix.
+const inflightRequests = 3
+
+// inflight bounds the memory of the write requests in progress. A request
+// reserves its whole budget before it reads its body (so the semaphore is
+// taken once and nothing waits while holding part of it: no deadlock),
+// keeps three times what its columns took once decoded, and gives the rest
+// back when it is answered. Requests past the bound wait their turn in
+// arrival order; a client that gives up stops waiting.
+type inflight struct {
+	once   sync.Once
+	sem    *semaphore.Weighted
+	budget int64
+}
+
+func (f *inflight) init(budget int64) {
+	f.once.Do(func() {
+		if budget <= 0 {
+			budget = arcmsgpack.DefaultMaxBytes
+		}
+		f.budget = budget
+		f.sem = semaphore.NewWeighted(inflightRequests * budget)
+	})
+}
+
+// ticket is one request's share of the bound.
+type ticket struct {
+	f    *inflight
+	held int64
+}
+
+// admit waits until a request's budget is free.
+func (f *inflight) admit(ctx context.Context, budget int64) (*ticket, error) {
+	f.init(budget)
+	if err := f.sem.Acquire(ctx, f.budget); err != nil {
+		return nil, err
+	}
+	return &ticket{f: f, held: f.budget}, nil
+}
+
+// keep gives back what is held past n bytes.
+func (t *ticket) keep(n int64) {
+	if n < t.held {
+		t.f.sem.Release(t.held - n)
+		t.held = n
+	}
+}
+
+// done gives everything back.
+func (t *ticket) done() { t.keep(0) }
