@@ -17,6 +17,7 @@ func (r *recorder) Flushed(storage.Flush)          { r.events = append(r.events,
 func (r *recorder) Compacted(storage.CompactStats) { r.events = append(r.events, "compacted") }
 func (r *recorder) Retired(int)                    { r.events = append(r.events, "retired") }
 func (r *recorder) SinkWrote(storage.SinkWritten)  { r.events = append(r.events, "sink") }
+func (r *recorder) Deduplicated(storage.Duplicate) { r.events = append(r.events, "deduplicated") }
 
 // TestObserverPassesEverything: the sidecar's metrics still see every
 // event, and only a compaction run that succeeded moves the uploader's
@@ -34,12 +35,14 @@ func TestObserverPassesEverything(t *testing.T) {
 	o.Compacted(storage.CompactStats{Cutoff: cut.Add(-time.Hour)})
 	o.Retired(1)
 	o.SinkWrote(storage.SinkWritten{})
-	assert.Equal(t, []string{"committed", "flushed", "compacted", "compacted", "compacted", "retired", "sink"}, next.events)
+	o.Deduplicated(storage.Duplicate{})
+	assert.Equal(t, []string{"committed", "flushed", "compacted", "compacted", "compacted", "retired", "sink", "deduplicated"}, next.events)
 	assert.Equal(t, cut, u.compactedThrough, "a failed run and an older cutoff leave it")
 	assert.Len(t, u.wake, 1, "a compaction run starts a scan")
 
 	nop := u.Observe(nil) // no metrics: nothing to pass on
 	nop.Flushed(storage.Flush{})
+	nop.Deduplicated(storage.Duplicate{})
 	nop.Compacted(storage.CompactStats{Cutoff: cut.Add(time.Hour)})
 	assert.Equal(t, cut.Add(time.Hour), u.compactedThrough)
 }

@@ -166,6 +166,12 @@ func (o observer) Flushed(f storage.Flush) {
 	}
 }
 
+func (o observer) Deduplicated(d storage.Duplicate) {
+	if o.Observer != nil {
+		o.Observer.Deduplicated(d)
+	}
+}
+
 func (o observer) Retired(n int) {
 	if o.Observer != nil {
 		o.Observer.Retired(n)
