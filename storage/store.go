@@ -118,6 +118,10 @@ type Store struct {
 	ends     []int
 	parts    [][]byte
 	buffered atomic.Int64 // bytes in every generation not yet released
+	// admitted counts the bytes of requests past the buffer check and not
+	// yet answered: concurrent requests see each other's before they are
+	// in a generation, so together they cannot overshoot the ceiling.
+	admitted atomic.Int64
 	closing  atomic.Bool
 	closeMu  sync.RWMutex // Append holds it shared so Close can wait them out
 
@@ -437,10 +441,14 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		// Replay would take a longer record for a corrupt length.
 		return fmt.Errorf("request of %d bytes is larger than one wal record (%d)", size, wal.MaxRecordSize)
 	}
-	if s.buffered.Load()+size > s.opts.MaxBufferBytes {
+	if s.admitted.Add(size)+s.buffered.Load() > s.opts.MaxBufferBytes {
+		s.admitted.Add(-size)
 		s.requestFlush()
 		return ErrBackpressure
 	}
+	// Once answered, committed rows are in buffered (addToGen runs before
+	// the answer), so for a moment they count twice: on the safe side.
+	defer s.admitted.Add(-size)
 	if err := s.wal.Err(); err != nil {
 		return err
 	}
