@@ -241,6 +241,12 @@ var encoders = []struct {
 		defer parquetfile.SetDeltaLengthStrings(false)
 		return newEncoder(out, t, recs, rows)
 	}},
+	// The new writer at zstd level 3, zstd's own default.
+	{"new-zstd3", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		parquetfile.SetZstdLevel(3)
+		defer parquetfile.SetZstdLevel(1)
+		return newEncoder(out, t, recs, rows)
+	}},
 }
 
 func newEncoder(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {

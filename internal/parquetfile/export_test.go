@@ -25,3 +25,7 @@ func SetDeltaLengthStrings(on bool) {
 		stringEncoding = pq.Encodings.DeltaLengthByteArray
 	}
 }
+
+// SetZstdLevel sets the zstd level of the files written, for
+// BenchmarkEncode's variants.
+func SetZstdLevel(level int) { zstdLevel = level }

@@ -66,7 +66,7 @@ const writeBatchValues = 16 * 1024
 
 // zstdLevel is the zstd level of every file: level 1, the fastest.
 // BenchmarkEncode's zstd-level cases show what higher levels buy.
-const zstdLevel = 1
+var zstdLevel = 1
 
 // Codec returns the parquet-go codec of a compression name; compaction
 // rewrites files with parquet-go.
