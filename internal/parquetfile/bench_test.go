@@ -233,12 +233,22 @@ var encoders = []struct {
 	{"pqarrow-arc", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, _ int64) error {
 		return pqarrowFile(out, t.arrow, recs, pq.WithCompression(pqcompress.Codecs.Snappy), pq.WithDataPageVersion(pq.DataPageV2))
 	}},
+	// pqarrow with our schema and encodings, as issue 14 measured it.
+	{"pqarrow-ours", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		return parquetfile.WritePqarrow(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows}, recs)
+	}},
 	{"new", newEncoder},
 	// The new writer with DELTA_LENGTH_BYTE_ARRAY for the strings written
 	// without a dictionary, instead of PLAIN.
 	{"new-dlba-strings", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
 		parquetfile.SetDeltaLengthStrings(true)
 		defer parquetfile.SetDeltaLengthStrings(false)
+		return newEncoder(out, t, recs, rows)
+	}},
+	// The new writer at zstd level 3, zstd's own default.
+	{"new-zstd3", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		parquetfile.SetZstdLevel(3)
+		defer parquetfile.SetZstdLevel(1)
 		return newEncoder(out, t, recs, rows)
 	}},
 }

@@ -31,15 +31,20 @@ type dictColumn struct {
 
 var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
-// build encodes the column's values of the pending runs.
-func (d *dictColumn) build(runs []run, field int) {
+// build encodes the column's values of the pending runs. With limit > 0
+// it gives up (returning false, and the column is then written without a
+// dictionary) as soon as the dictionary holds more than limit values: a
+// column of ids is found out after a few of its values, not after
+// hashing every one.
+func (d *dictColumn) build(runs []run, field int, limit int) bool {
 	if d.index == nil {
-		d.index = make(map[string]int32)
+		d.index = make(map[string]int32, 256)
 		d.values = array.NewStringBuilder(memory.DefaultAllocator)
 	}
 	for _, r := range runs {
 		col := r.rec.Column(field).(*array.String)
 		b := array.NewInt32Builder(memory.DefaultAllocator)
+		d.indices = append(d.indices, b)
 		b.Reserve(int(r.end - r.start))
 		offsets, data := col.ValueOffsets(), col.ValueBytes()
 		base := offsets[0]
@@ -52,24 +57,31 @@ func (d *dictColumn) build(runs []run, field int) {
 			k := unsafe.String(unsafe.SliceData(v), len(v))
 			idx, ok := d.index[k]
 			if !ok {
+				if limit > 0 && len(d.index) >= limit {
+					return false
+				}
 				idx = int32(len(d.index))
 				d.index[k] = idx
 				d.values.Append(k)
 			}
 			b.UnsafeAppend(idx)
 		}
-		d.indices = append(d.indices, b)
 		d.rows += int(r.end - r.start)
 	}
 	d.dict = d.values.NewStringArray()
+	return true
 }
 
-// worthIt reports whether the dictionary pays: each value repeats about
-// eight times or more (or there are too few rows to tell). Below that a
+// dictLimit is the most distinct values a column's dictionary may take
+// from the first row group of rows rows: each value must repeat about eight
+// times or more (unless there are too few rows to tell). Below that a
 // dictionary saves few bytes and costs CPU: arrow-go allocates twice per
 // distinct value when it takes the dictionary in.
-func (d *dictColumn) worthIt() bool {
-	return d.rows < 256 || len(d.index)*8 <= d.rows
+func dictLimit(rows int64) int {
+	if rows < 256 {
+		return 0
+	}
+	return int(rows / 8)
 }
 
 // chunks fills out with the dictionary arrays of the pending runs, all
@@ -84,6 +96,10 @@ func (d *dictColumn) chunks(out []arrow.Array) arrow.DataType {
 }
 
 func (d *dictColumn) reset() {
+	if d.values != nil {
+		d.values.Release()
+		d.values = array.NewStringBuilder(memory.DefaultAllocator)
+	}
 	for _, b := range d.indices {
 		b.Release()
 	}

@@ -4,7 +4,9 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	pq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -24,4 +26,42 @@ func SetDeltaLengthStrings(on bool) {
 	if on {
 		stringEncoding = pq.Encodings.DeltaLengthByteArray
 	}
+}
+
+// SetZstdLevel sets the zstd level of the files written, for
+// BenchmarkEncode's variants.
+func SetZstdLevel(level int) { zstdLevel = level }
+
+// WritePqarrow writes recs with pqarrow as issue 14 first measured it: the
+// writer's schema and properties (dictionary where the schema says so,
+// delta where it says so, DELTA_LENGTH_BYTE_ARRAY for other strings, bloom
+// filters, page index, data page v2) but pqarrow's own dictionary
+// encoding and WriteBuffered, record by record.
+func WritePqarrow(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema, opts Options, recs []arrow.RecordBatch) error {
+	SetDeltaLengthStrings(true)
+	defer SetDeltaLengthStrings(false)
+	w, err := NewWriter(out, schema, arrowSchema, opts)
+	if err != nil {
+		return err
+	}
+	fw, err := pqarrow.NewFileWriter(w.schema, writerOnly{out}, pq.NewWriterProperties(w.props...), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		cols := make([]arrow.Array, len(w.fields))
+		for c, f := range w.fields {
+			cols[c] = w.slice(c, rec.Column(f), 0, rec.NumRows())
+		}
+		part := array.NewRecordBatch(w.schema, cols, rec.NumRows())
+		for _, c := range cols {
+			c.Release()
+		}
+		err := fw.WriteBuffered(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return fw.Close()
 }

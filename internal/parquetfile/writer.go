@@ -66,7 +66,7 @@ const writeBatchValues = 16 * 1024
 
 // zstdLevel is the zstd level of every file: level 1, the fastest.
 // BenchmarkEncode's zstd-level cases show what higher levels buy.
-const zstdLevel = 1
+var zstdLevel = 1
 
 // Codec returns the parquet-go codec of a compression name; compaction
 // rewrites files with parquet-go.
@@ -159,14 +159,13 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 }
 
 // start creates the file writer once the first row group is known: a
-// dictionary column whose values are mostly distinct there (ids, request
-// ids) is written with DELTA_LENGTH_BYTE_ARRAY instead, since a dictionary
-// would only add its index to every value.
+// dictionary column whose values repeat too little there (ids, request
+// ids; see dictLimit) is written with stringEncoding instead, since a
+// dictionary would only add its index to every value.
 func (w *Writer) start() error {
 	props := w.props
 	for _, d := range w.dict {
-		if d != nil && !d.worthIt() {
-			d.off = true
+		if d != nil && d.off {
 			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding))
 		}
 	}
@@ -467,8 +466,16 @@ func (w *Writer) write(rec arrow.RecordBatch, start, end int64) error {
 func (w *Writer) flushRowGroup() error {
 	defer w.releasePending()
 	for c, d := range w.dict {
-		if d != nil && !d.off {
-			d.build(w.pending, w.fields[c])
+		if d == nil || d.off {
+			continue
+		}
+		limit := 0 // later row groups keep the first one's choice
+		if w.fw == nil {
+			limit = dictLimit(w.rows)
+		}
+		if !d.build(w.pending, w.fields[c], limit) {
+			d.off = true
+			d.reset()
 		}
 	}
 	if w.fw == nil {
