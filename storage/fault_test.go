@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,11 +25,12 @@ import (
 // or to kill the process between two write calls.
 type walFaults struct {
 	OSFS
-	shortWrite   atomic.Bool  // the next write to a segment stores half its bytes, then fails
-	failSync     atomic.Bool  // the next segment fsync fails
-	failTruncate atomic.Bool  // every segment truncate fails
-	writesLeft   atomic.Int64 // > 0: segment writes that still reach the disk; then the process is dead
-	dead         atomic.Bool  // no write, fsync or truncate reaches a segment any more
+	shortWrite   atomic.Bool   // the next write to a segment stores half its bytes, then fails
+	failSync     atomic.Bool   // the next segment fsync fails
+	failTruncate atomic.Bool   // every segment truncate fails
+	writesLeft   atomic.Int64  // > 0: segment writes that still reach the disk; then the process is dead
+	dead         atomic.Bool   // no write, fsync or truncate reaches a segment any more
+	holdSync     chan struct{} // non-nil: segment fsyncs wait until it is closed
 }
 
 type faultFile struct {
@@ -58,6 +61,9 @@ func (f *faultFile) Write(b []byte) (int, error) {
 }
 
 func (f *faultFile) Sync() error {
+	if f.fs.holdSync != nil {
+		<-f.fs.holdSync
+	}
 	if f.fs.dead.Load() || f.fs.failSync.CompareAndSwap(true, false) {
 		return errInjected
 	}
@@ -397,4 +403,49 @@ func TestVersion2RecordsAreStillRead(t *testing.T) {
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"old-0", "older-0"}}, messages(t, dir))
+}
+
+// TestConcurrentRequestsCannotOvershootTheBuffer holds the WAL's fsync so
+// that many requests are past the buffer check at once and none is in a
+// generation yet: only as many as fit in -max-buffer-bytes together may be
+// let in, the rest are pushed back. Before, each compared its own size with
+// what was already buffered, and all of them went in.
+func TestConcurrentRequestsCannotOvershootTheBuffer(t *testing.T) {
+	const clients = 8
+	tbl, err := LookupTable(schema.TableLogs)
+	require.NoError(t, err)
+	var recs []arrow.RecordBatch
+	var payloads [][]byte
+	for i := range clients {
+		rec, payload := storagetest.LogBatch(t, fmt.Sprintf("m%d", i), t0)
+		defer rec.Release()
+		recs, payloads = append(recs, rec), append(payloads, payload)
+	}
+	fsys := &walFaults{holdSync: make(chan struct{})}
+	s, err := Open(Options{DataDir: t.TempDir(), Logger: quiet, FS: fsys, FlushInterval: time.Hour,
+		MaxBufferBytes: int64(len(payloads[0])) * 5 / 2})
+	require.NoError(t, err)
+
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() {
+			errs <- s.Append(context.Background(), NewBatchID("default", tbl.Name, payloads[i]), "default", tbl, payloads[i], recs[i])
+		}()
+	}
+	refused := 0
+	for refused < clients-2 {
+		select {
+		case err := <-errs:
+			require.ErrorIs(t, err, ErrBackpressure, "only requests over the ceiling return while the fsync is held")
+			refused++
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d requests went past a ceiling that holds 2 (%d refused)", clients-refused, refused)
+		}
+	}
+	close(fsys.holdSync)
+	for range 2 {
+		assert.NoError(t, <-errs)
+	}
+	assert.LessOrEqual(t, s.Buffered(), s.opts.MaxBufferBytes)
+	require.NoError(t, s.Close())
 }
