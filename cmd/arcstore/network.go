@@ -16,12 +16,15 @@ import (
 const httpReadHeaderTimeout = 10 * time.Second
 
 // Defaults of the network flags. The read timeout covers a whole request
-// body (32 MiB at -max-body-bytes' default, over a slow link); the stream
-// cap is HTTP/2's usual one, far above the exporter's queue consumers.
+// body (32 MiB at -max-body-bytes' default, over a slow link). The stream
+// cap must stay above what one collector keeps open: the exporter holds a
+// long-lived stream per table and queue consumer (4 x 16 by default), and
+// a stream past the cap waits for another to end, which an idle pooled
+// stream does only after a minute.
 const (
 	defaultHTTPReadTimeout = 2 * time.Minute
 	defaultHTTPIdleTimeout = 2 * time.Minute
-	defaultMaxGRPCStreams  = 100
+	defaultMaxGRPCStreams  = 256
 )
 
 // newHTTPServer is the HTTP listener's server with its timeouts. There is
