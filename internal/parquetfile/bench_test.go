@@ -160,13 +160,18 @@ func pick[T any](r *rand.Rand, from []T) T { return from[r.IntN(len(from))] }
 
 // arcTraces fills the 13 columns of Arc's distributed_traces load: random
 // 32-hex trace ids, 16-hex span ids, a parent for 30 % of spans, times in
-// milliseconds.
+// milliseconds; environment is null in 1 row of 20 (a dictionary column
+// with nulls).
 func arcTraces(r *rand.Rand, b *array.RecordBuilder, n int) {
 	for range n {
 		ms := benchStart.Add(time.Duration(r.IntN(int(time.Minute)))).UnixMilli()
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ms * 1e6))
 		b.Field(1).(*array.Int64Builder).Append(int64(r.IntN(500_000_000)))
-		b.Field(2).(*array.StringBuilder).Append(pick(r, envs))
+		if r.IntN(20) == 0 { // a client that leaves a column out
+			b.Field(2).(*array.StringBuilder).AppendNull()
+		} else {
+			b.Field(2).(*array.StringBuilder).Append(pick(r, envs))
+		}
 		b.Field(3).(*array.BooleanBuilder).Append(r.IntN(50) == 0)
 		b.Field(4).(*array.StringBuilder).Append(pick(r, methods))
 		b.Field(5).(*array.StringBuilder).Append(pick(r, methods) + " " + pick(r, routes))

@@ -1,6 +1,9 @@
-// Package parquetfile writes Arrow record batches to Parquet files with
-// parquet-go, column by column: values go straight from the Arrow buffers
-// into parquet-go's column writers with their repetition and definition
-// levels, so encoding allocates per batch, not per row, and nested columns
-// (maps, lists of structs) need no intermediate Go values.
+// Package parquetfile writes Arrow record batches to Parquet files whose
+// schema is a parquet-go schema (the contract's row types, or a
+// measurement's): arrow-go's pqarrow encodes each column from the Arrow
+// buffers as typed slices, with repetition and definition levels of maps and
+// lists computed in bulk from the Arrow offsets, and this package builds the
+// dictionaries of the dictionary-encoded string columns itself, so encoding
+// allocates per batch, column and page, never per value. parquet-go reads
+// the files back (compaction) and writes the compacted ones.
 package parquetfile
