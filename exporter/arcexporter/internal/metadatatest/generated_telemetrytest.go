@@ -40,7 +40,7 @@ func AssertEqualExporterArcBatchesSent(t *testing.T, tt *componenttest.Telemetry
 func AssertEqualExporterArcPutDuration(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_arc_put_duration",
-		Description: "Time from opening a DoPut stream of one table to its last acknowledgement, failed streams included. [Alpha]",
+		Description: "Time from the start of a push's batches of one table to their last acknowledgement (a stream opened for them included), failed pushes included. [Alpha]",
 		Unit:        "s",
 		Data: metricdata.Histogram[float64]{
 			Temporality: metricdata.CumulativeTemporality,
