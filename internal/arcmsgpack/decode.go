@@ -14,6 +14,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Payload keys and the time column's name.
@@ -502,18 +504,11 @@ func (m *Measurement) decodeColumns(d *source, b *Budget) error {
 
 // reserved are column names the layout already uses: the hive partition
 // keys would shadow them on read.
-var reserved = map[string]bool{"date": true, "hour": true}
-
+// checkColumnName applies the one column-name rule of the contract
+// (internal/schema) as an input error of this decoder.
 func checkColumnName(name string) error {
-	switch {
-	case name == "":
-		return inputErr("empty column name")
-	case len(name) > 255:
-		return inputErr("column name %.32q... is longer than 255 bytes", name)
-	case !utf8.ValidString(name):
-		return inputErr("column name %q is not valid UTF-8", name)
-	case reserved[name]:
-		return inputErr("column name %q is reserved for the partition (date=YYYY-MM-DD/hour=H)", name)
+	if err := schema.CheckColumnName(name); err != nil {
+		return inputErr("%v", err)
 	}
 	return nil
 }

@@ -161,7 +161,7 @@ func TestDecodeRejects(t *testing.T) {
 			`column "v" row 1: a string among int values`},
 		{"NaN", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []float64{math.NaN()}})), `column "v" row 0: NaN`},
 		{"invalid UTF-8", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []string{"\xff"}})), `column "v" row 0: string is not valid UTF-8`},
-		{"reserved column", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "date": []string{"x"}})), `column name "date" is reserved`},
+		{"reserved column", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "date": []string{"x"}})), `bad column name "date": reserved for the partition`},
 		{"null time", pack(t, obj("cpu", map[string]any{"time": []any{nil}})), "null timestamps"},
 		{"string time", pack(t, obj("cpu", map[string]any{"time": []string{"now"}})), "integer or float timestamps"},
 		{"uint64 overflow", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []uint64{math.MaxUint64}})), "does not fit"},

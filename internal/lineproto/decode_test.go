@@ -125,7 +125,7 @@ func TestRejects(t *testing.T) {
 		{"bad timestamp", "cpu v=1\ncpu v=1 12x\n", 2, "timestamp"},
 		{"timestamp overflow", "cpu v=1 9223372036854775807\n", 1, "out of range for precision s"},
 		{"field named time", "cpu time=1\n", 1, `"time" is the timestamp's column`},
-		{"tag named date", "cpu,date=x v=1\n", 1, `column name "date" is reserved`},
+		{"tag named date", "cpu,date=x v=1\n", 1, `bad column name "date": reserved for the partition`},
 		{"same field twice", "cpu v=1,v=2\n", 1, `"v" appears twice in one row`},
 		{"comment lines count", "# c\n# d\ncpu v=1i\ncpu v=1\n", 4, "field type conflict"},
 	}
