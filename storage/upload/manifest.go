@@ -128,22 +128,10 @@ func (ms manifests) remove(partition string) error {
 		}
 		return fmt.Errorf("remove upload manifest: %w", err)
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
+	if err := (storage.OSFS{}).SyncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("sync manifest dir: %w", err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // compactedState is the cutoff of the last compaction run that succeeded.
