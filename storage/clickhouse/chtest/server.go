@@ -11,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/arc-otel/arc-otel/internal/testserver"
 )
 
 // Server is a running ClickHouse.
@@ -23,25 +24,9 @@ type Server struct {
 	// Native and HTTP are host:port addresses on loopback.
 	Native, HTTP string
 
-	t         testing.TB
-	dir       string
-	tcp, http int
-	cmd       *exec.Cmd
-	log       *os.File
-}
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t    testing.TB
+	dir  string
+	proc *testserver.Process
 }
 
 // RequireEnv, set to 1 (make test sets it), makes a server that cannot
@@ -52,64 +37,40 @@ const RequireEnv = "ARC_REQUIRE_CLICKHOUSE"
 // Start runs a server for the test and stops it at cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, dir: t.TempDir(), tcp: freePort(t), http: freePort(t)}
-	s.Native = "127.0.0.1:" + strconv.Itoa(s.tcp)
-	s.HTTP = "127.0.0.1:" + strconv.Itoa(s.http)
+	s := &Server{t: t, dir: t.TempDir(), Native: testserver.LoopbackAddr(t), HTTP: testserver.LoopbackAddr(t)}
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
 }
 
 func (s *Server) start() {
-	t := s.t
-	t.Helper()
-	root := repoRoot()
+	s.t.Helper()
+	root := testserver.RepoRoot()
 	chdb := filepath.Join(root, ".tools", "chdb")
 	if _, err := os.Stat(filepath.Join(chdb, "chdb")); err != nil {
 		s.cannotStart("chdb-core (ClickHouse 26.9) not found under %s: run `make tools`", chdb)
 	}
-	cmd := exec.Command("python3", filepath.Join(root, "tools", "chserver.py"), s.dir, strconv.Itoa(s.tcp), strconv.Itoa(s.http))
+	cmd := exec.Command("python3", filepath.Join(root, "tools", "chserver.py"), s.dir, port(s.Native), port(s.HTTP))
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
-	log, err := os.OpenFile(filepath.Join(s.dir, "chserver.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	proc, err := testserver.Start(cmd, filepath.Join(s.dir, "chserver.log"), s.Native)
 	if err != nil {
-		t.Fatal(err)
+		s.cannotStart("%v", err)
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		s.cannotStart("start tools/chserver.py: %v", err)
-	}
-	s.cmd, s.log = cmd, log
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", s.Native); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.Stop()
-	out, _ := os.ReadFile(filepath.Join(s.dir, "chserver.log"))
-	s.cannotStart("ClickHouse did not listen on %s within 30 s: %s", s.Native, out)
+	s.proc = proc
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
 }
 
 func (s *Server) cannotStart(format string, args ...any) {
 	s.t.Helper()
-	if os.Getenv(RequireEnv) == "1" {
-		s.t.Fatalf(format, args...)
-	}
-	s.t.Skipf("no ClickHouse server for this test (set %s=1 to fail instead): "+format, append([]any{RequireEnv}, args...)...)
+	testserver.CannotStart(s.t, RequireEnv, "ClickHouse server", format, args...)
 }
 
 // Stop kills the server (an outage, or the end of the test). Its data stay.
-func (s *Server) Stop() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.log.Close()
-	s.cmd = nil
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Restart starts a stopped server again on the same ports and data.
 func (s *Server) Restart() {
@@ -148,10 +109,11 @@ func (s *Server) MustQuery(sql string) string {
 // CPUTime is the CPU time the server has used so far (user + system, from
 // /proc), for benchmarks that report the server's cost next to ours.
 func (s *Server) CPUTime() (time.Duration, error) {
-	if s.cmd == nil {
+	pid, ok := s.proc.Pid()
+	if !ok {
 		return 0, fmt.Errorf("server is stopped")
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}

@@ -6,18 +6,16 @@ package s3test
 import (
 	"context"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/arc-otel/arc-otel/internal/testserver"
 )
 
 // RequireEnv, set to 1 (make test sets it), makes a server that cannot
@@ -45,22 +43,7 @@ type Server struct {
 
 	t    testing.TB
 	addr string
-	cmd  *exec.Cmd
-	log  *os.File
-}
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	proc *testserver.Process
 }
 
 // Bin finds versitygw: $VERSITYGW_BIN, the repo's .tools, then PATH.
@@ -68,7 +51,7 @@ func Bin() (string, bool) {
 	if p := os.Getenv(BinEnv); p != "" {
 		return p, true
 	}
-	p := filepath.Join(repoRoot(), ".tools", "versitygw")
+	p := filepath.Join(testserver.RepoRoot(), ".tools", "versitygw")
 	if _, err := os.Stat(p); err == nil {
 		return p, true
 	}
@@ -81,7 +64,7 @@ func Bin() (string, bool) {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{t: t, Dir: t.TempDir()}
-	s.addr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	s.addr = testserver.LoopbackAddr(t)
 	s.Endpoint = "http://" + s.addr
 	s.start()
 	t.Cleanup(s.Stop)
@@ -92,8 +75,7 @@ func Start(t testing.TB) *Server {
 }
 
 func (s *Server) start() {
-	t := s.t
-	t.Helper()
+	s.t.Helper()
 	bin, ok := Bin()
 	if !ok {
 		s.cannotStart("versitygw not found (.tools/versitygw, $%s or PATH): run `make tools`", BinEnv)
@@ -101,47 +83,20 @@ func (s *Server) start() {
 	// Loopback only; no admin port, web UI or IAM (single account mode).
 	cmd := exec.Command(bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--port", s.addr, "posix", s.Dir)
 	cmd.Env = os.Environ()
-	log, err := os.OpenFile(filepath.Join(s.Dir, "..", "versitygw.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	proc, err := testserver.Start(cmd, filepath.Join(s.Dir, "..", "versitygw.log"), s.addr)
 	if err != nil {
-		t.Fatal(err)
+		s.cannotStart("%v", err)
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		s.cannotStart("start versitygw: %v", err)
-	}
-	s.cmd, s.log = cmd, log
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", s.addr); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.Stop()
-	out, _ := os.ReadFile(log.Name())
-	s.cannotStart("versitygw did not listen on %s within 30 s: %s", s.addr, out)
+	s.proc = proc
 }
 
 func (s *Server) cannotStart(format string, args ...any) {
 	s.t.Helper()
-	if os.Getenv(RequireEnv) == "1" {
-		s.t.Fatalf(format, args...)
-	}
-	s.t.Skipf("no S3 server for this test (set %s=1 to fail instead): "+format, append([]any{RequireEnv}, args...)...)
+	testserver.CannotStart(s.t, RequireEnv, "S3 server", format, args...)
 }
 
 // Stop kills the server (an outage, or the end of the test). Its data stay.
-func (s *Server) Stop() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.log.Close()
-	s.cmd = nil
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Restart starts a stopped server again on the same address and data.
 func (s *Server) Restart() {
