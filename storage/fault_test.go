@@ -19,23 +19,13 @@ import (
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 	"github.com/arc-otel/arc-otel/storage/wal"
+	"github.com/arc-otel/arc-otel/storage/wal/waltest"
 )
 
-// walFaults wraps the WAL segment files to fail writes part way or fsyncs,
-// or to kill the process between two write calls.
+// walFaults injects faults into the WAL segment files only.
 type walFaults struct {
 	OSFS
-	shortWrite   atomic.Bool   // the next write to a segment stores half its bytes, then fails
-	failSync     atomic.Bool   // the next segment fsync fails
-	failTruncate atomic.Bool   // every segment truncate fails
-	writesLeft   atomic.Int64  // > 0: segment writes that still reach the disk; then the process is dead
-	dead         atomic.Bool   // no write, fsync or truncate reaches a segment any more
-	holdSync     chan struct{} // non-nil: segment fsyncs wait until it is closed
-}
-
-type faultFile struct {
-	*os.File
-	fs *walFaults
+	waltest.Faults
 }
 
 func (f *walFaults) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
@@ -43,38 +33,7 @@ func (f *walFaults) OpenFile(name string, flag int, perm os.FileMode) (File, err
 	if err != nil || !strings.HasSuffix(name, segmentExt) {
 		return file, err
 	}
-	return &faultFile{File: file, fs: f}, nil
-}
-
-func (f *faultFile) Write(b []byte) (int, error) {
-	if f.fs.dead.Load() {
-		return 0, errInjected
-	}
-	if f.fs.writesLeft.Load() > 0 && f.fs.writesLeft.Add(-1) == 0 {
-		f.fs.dead.Store(true) // this write is the last to reach the disk
-	}
-	if f.fs.shortWrite.CompareAndSwap(true, false) {
-		n, _ := f.File.Write(b[:len(b)/2])
-		return n, errInjected
-	}
-	return f.File.Write(b)
-}
-
-func (f *faultFile) Sync() error {
-	if f.fs.holdSync != nil {
-		<-f.fs.holdSync
-	}
-	if f.fs.dead.Load() || f.fs.failSync.CompareAndSwap(true, false) {
-		return errInjected
-	}
-	return f.File.Sync()
-}
-
-func (f *faultFile) Truncate(size int64) error {
-	if f.fs.dead.Load() || f.fs.failTruncate.Load() {
-		return errInjected
-	}
-	return f.File.Truncate(size)
+	return f.Wrap(file), nil
 }
 
 // TestFailedUndoPoisonsTheWAL fails a WAL write and the truncate that
@@ -89,13 +48,13 @@ func TestFailedUndoPoisonsTheWAL(t *testing.T) {
 	appendBatch(t, s, "before", t0)
 	require.NoError(t, s.Writable())
 
-	fsys.shortWrite.Store(true)
-	fsys.failTruncate.Store(true)
+	fsys.ShortWrite.Store(true)
+	fsys.FailTruncate.Store(true)
 	rec, payload := storagetest.LogBatch(t, "failed", t0)
 	defer rec.Release()
 	tbl := logsTable(t)
 	require.Error(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec))
-	fsys.failTruncate.Store(false)
+	fsys.FailTruncate.Store(false)
 
 	rec2, payload2 := storagetest.LogBatch(t, "after", t0)
 	defer rec2.Release()
@@ -137,7 +96,7 @@ func TestRequestIsStoredWholeOrNotAtAll(t *testing.T) {
 			defer rec.Release()
 			batches = append(batches, Batch{ID: NoDedup, Database: "default", Table: tbl, IPC: payload, Rec: rec})
 		}
-		fsys.writesLeft.Store(writes)
+		fsys.WritesLeft.Store(writes)
 		err := s.AppendAll(context.Background(), batches)
 		s.crash()
 		if err == nil {
@@ -226,8 +185,8 @@ func TestWALFaultsAreNotAcknowledged(t *testing.T) {
 		name   string
 		inject func(*walFaults)
 	}{
-		{"short write", func(f *walFaults) { f.shortWrite.Store(true) }},
-		{"fsync failure", func(f *walFaults) { f.failSync.Store(true) }},
+		{"short write", func(f *walFaults) { f.ShortWrite.Store(true) }},
+		{"fsync failure", func(f *walFaults) { f.FailSync.Store(true) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -421,7 +380,8 @@ func TestConcurrentRequestsCannotOvershootTheBuffer(t *testing.T) {
 		defer rec.Release()
 		recs, payloads = append(recs, rec), append(payloads, payload)
 	}
-	fsys := &walFaults{holdSync: make(chan struct{})}
+	fsys := &walFaults{}
+	fsys.HoldSync = make(chan struct{})
 	s, err := Open(Options{DataDir: t.TempDir(), Logger: quiet, FS: fsys, FlushInterval: time.Hour,
 		MaxBufferBytes: int64(len(payloads[0])) * 5 / 2})
 	require.NoError(t, err)
@@ -442,7 +402,7 @@ func TestConcurrentRequestsCannotOvershootTheBuffer(t *testing.T) {
 			t.Fatalf("%d requests went past a ceiling that holds 2 (%d refused)", clients-refused, refused)
 		}
 	}
-	close(fsys.holdSync)
+	close(fsys.HoldSync)
 	for range 2 {
 		assert.NoError(t, <-errs)
 	}

@@ -119,7 +119,7 @@ func TestAppendAllIsOneCommit(t *testing.T) {
 	defer rec1.Release()
 	wide, rec2, ipc2 := cpuBatch(t, 5, true)
 	defer rec2.Release()
-	faults.failSync.Store(true)
+	faults.FailSync.Store(true)
 	err := s.AppendAll(context.Background(), []Batch{{ID: NoDedup, Database: "default", Table: narrow, IPC: ipc1, Rec: rec1},
 		{ID: NoDedup, Database: "default", Table: wide, IPC: ipc2, Rec: rec2}})
 	require.ErrorIs(t, err, errInjected)

@@ -128,7 +128,7 @@ func TestObserverSeesCommitsAndFlushes(t *testing.T) {
 				defer rec.Release()
 				tbl, err := LookupTable(schema.TableLogs)
 				require.NoError(t, err)
-				fsys.failSync.Store(true)
+				fsys.FailSync.Store(true)
 				require.ErrorIs(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec), errInjected)
 				// An empty flush is not worth a report.
 				require.NoError(t, s.Flush())

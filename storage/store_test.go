@@ -23,6 +23,7 @@ import (
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 	"github.com/arc-otel/arc-otel/storage/wal"
+	"github.com/arc-otel/arc-otel/storage/wal/waltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -146,7 +147,8 @@ type faultFS struct {
 	failRename func(newpath string) bool
 }
 
-var errInjected = errors.New("injected fault")
+// errInjected is the error of every injected fault, the WAL's included.
+var errInjected = waltest.ErrInjected
 
 func (f *faultFS) Rename(oldpath, newpath string) error {
 	f.mu.Lock()

@@ -2,39 +2,31 @@ package wal
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/arc-otel/arc-otel/storage/wal/waltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-var errInjected = errors.New("injected fault")
+var errInjected = waltest.ErrInjected
 
 // faultFS is the real file system with faults injected into segment files.
 type faultFS struct {
-	shortWrite   atomic.Bool  // the next write stores half its bytes, then fails
-	failTruncate atomic.Bool  // every truncate fails
-	writesLeft   atomic.Int64 // > 0: writes that still reach the disk; then the process "dies"
-	dead         atomic.Bool  // nothing reaches the disk any more
-	onRemove     func(name string)
-	onSyncDir    func(name string)
-}
-
-type faultFile struct {
-	*os.File
-	fs *faultFS
+	waltest.Faults
+	onRemove  func(name string)
+	onSyncDir func(name string)
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
@@ -42,7 +34,7 @@ func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{File: file, fs: f}, nil
+	return f.Wrap(file), nil
 }
 
 func (f *faultFS) Remove(name string) error {
@@ -65,34 +57,6 @@ func (f *faultFS) SyncDir(name string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-func (f *faultFile) Write(b []byte) (int, error) {
-	if f.fs.dead.Load() {
-		return 0, errInjected
-	}
-	if f.fs.writesLeft.Load() > 0 && f.fs.writesLeft.Add(-1) == 0 {
-		f.fs.dead.Store(true) // this write is the last to reach the disk
-	}
-	if f.fs.shortWrite.CompareAndSwap(true, false) {
-		n, _ := f.File.Write(b[:len(b)/2])
-		return n, errInjected
-	}
-	return f.File.Write(b)
-}
-
-func (f *faultFile) Sync() error {
-	if f.fs.dead.Load() {
-		return errInjected
-	}
-	return f.File.Sync()
-}
-
-func (f *faultFile) Truncate(size int64) error {
-	if f.fs.dead.Load() || f.fs.failTruncate.Load() {
-		return errInjected
-	}
-	return f.File.Truncate(size)
 }
 
 func options(dir string, fsys FS) Options {
@@ -132,7 +96,7 @@ func TestFailedCommitIsCutBack(t *testing.T) {
 	w, err := Open(options(dir, fsys), 1)
 	require.NoError(t, err)
 	commit(t, w, "a")
-	fsys.shortWrite.Store(true)
+	fsys.ShortWrite.Store(true)
 	w.Write([]byte(big("lost")))
 	require.ErrorIs(t, w.Commit(), errInjected)
 	assert.NoError(t, w.Err(), "a cut-back failure does not poison")
@@ -152,11 +116,11 @@ func TestFailedCutBackPoisons(t *testing.T) {
 	w, err := Open(options(dir, fsys), 1)
 	require.NoError(t, err)
 	commit(t, w, "a")
-	fsys.shortWrite.Store(true)
-	fsys.failTruncate.Store(true)
+	fsys.ShortWrite.Store(true)
+	fsys.FailTruncate.Store(true)
 	w.Write([]byte(big("torn")))
 	require.ErrorIs(t, w.Commit(), ErrPoisoned)
-	fsys.failTruncate.Store(false)
+	fsys.FailTruncate.Store(false)
 
 	w.Write([]byte("b"))
 	assert.ErrorIs(t, w.Commit(), ErrPoisoned, "no write is acknowledged behind a torn record")
@@ -187,7 +151,7 @@ func TestRecordSpanningWritesIsAtomic(t *testing.T) {
 		w, err := Open(options(dir, fsys), 1)
 		require.NoError(t, err)
 		commit(t, w, "a")
-		fsys.writesLeft.Store(writes)
+		fsys.WritesLeft.Store(writes)
 		w.Write([]byte("b"))
 		w.Write([]byte(big("request")), []byte(big("its second batch")))
 		err = w.Commit()
