@@ -19,17 +19,6 @@ import (
 	"github.com/arc-otel/arc-otel/storage/clickhouse/chtest"
 )
 
-// chOutage is how long TestClickHouseOutageUnderLoad keeps ClickHouse
-// down: 30 s, the bar; ARC_CH_OUTAGE_SECONDS changes it.
-func chOutage(t *testing.T) time.Duration {
-	if s := os.Getenv("ARC_CH_OUTAGE_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		return time.Duration(n) * time.Second
-	}
-	return 30 * time.Second
-}
-
 // clickhouseSpans counts the rows of each span id in ClickHouse.
 func clickhouseSpans(t *testing.T, srv *chtest.Server) map[string]int {
 	t.Helper()

@@ -331,3 +331,21 @@ func runTelemetrygen(t *testing.T, endpoint string, args ...string) ([]byte, err
 	args = append(args, "--otlp-endpoint", endpoint, "--otlp-insecure", "--rate", "0")
 	return exec.Command(tool(t, "TELEMETRYGEN_BIN", "telemetrygen"), args...).CombinedOutput()
 }
+
+// How long the outage tests keep a server down: a few seconds in make
+// test; the environment variable (whole seconds) makes it longer, e.g.
+// ARC_OUTAGE_SECONDS=60 for the full sidecar outage run.
+func sidecarOutage(t *testing.T) time.Duration { return envSeconds(t, "ARC_OUTAGE_SECONDS", 4) }
+func chOutage(t *testing.T) time.Duration      { return envSeconds(t, "ARC_CH_OUTAGE_SECONDS", 30) }
+func s3Outage(t *testing.T) time.Duration      { return envSeconds(t, "ARC_S3_OUTAGE_SECONDS", 10) }
+
+func envSeconds(t *testing.T, name string, def int) time.Duration {
+	t.Helper()
+	n := def
+	if s := os.Getenv(name); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err, name)
+	}
+	return time.Duration(n) * time.Second
+}

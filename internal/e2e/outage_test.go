@@ -12,17 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// outage is how long the outage test keeps the sidecar down: a few seconds
-// in make test, ARC_OUTAGE_SECONDS=60 for the full run.
-func outage(t *testing.T) time.Duration {
-	if s := os.Getenv("ARC_OUTAGE_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		return time.Duration(n) * time.Second
-	}
-	return 4 * time.Second
-}
-
 // TestSidecarOutage keeps load on the collector while the sidecar is down,
 // then starts it: every span the collector acknowledged arrives once.
 func TestSidecarOutage(t *testing.T) {
@@ -33,7 +22,7 @@ func TestSidecarOutage(t *testing.T) {
 	sender, stop := startLoad(t, col.otlpGRPC, 1, 100, 20*time.Millisecond)
 	time.Sleep(500 * time.Millisecond)
 	sc.stop(t, 30*time.Second)
-	time.Sleep(outage(t))
+	time.Sleep(sidecarOutage(t))
 	sc = startSidecar(t, dataDir, grpcAddr, httpAddr, "-flush-interval", "500ms")
 	time.Sleep(500 * time.Millisecond)
 	stop()
@@ -44,7 +33,7 @@ func TestSidecarOutage(t *testing.T) {
 	sc.stop(t, 30*time.Second)
 
 	lost, dup := checkSpans(t, dataDir, sender)
-	t.Logf("outage %s: spans acknowledged %d, lost %d, duplicated %d, collector peak RSS %d MiB", outage(t), len(sender.acked), lost, dup, peak>>20)
+	t.Logf("outage %s: spans acknowledged %d, lost %d, duplicated %d, collector peak RSS %d MiB", sidecarOutage(t), len(sender.acked), lost, dup, peak>>20)
 	require.Positive(t, len(sender.acked))
 	assert.Zero(t, lost)
 	assert.Zero(t, dup)

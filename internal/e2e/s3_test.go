@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,17 +18,6 @@ import (
 
 	"github.com/arc-otel/arc-otel/storage/upload/s3test"
 )
-
-// s3Outage is how long TestObjectStorageOutageUnderLoad keeps the bucket
-// down; ARC_S3_OUTAGE_SECONDS changes it.
-func s3Outage(t *testing.T) time.Duration {
-	if s := os.Getenv("ARC_S3_OUTAGE_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		return time.Duration(n) * time.Second
-	}
-	return 10 * time.Second
-}
 
 // s3Sidecar is the flags of a sidecar uploading to srv under the prefix
 // otel, scanning often; credentials come from the environment.
