@@ -166,12 +166,10 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 		// and says why; a smaller batch_size fits).
 		return rows, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
-	wasDup := s.Metrics.track(rec)
-	err = s.Store.AppendAll(ctx, batch)
-	if dup = wasDup(); err != nil {
+	if err := s.Store.AppendAll(ctx, batch); err != nil {
 		return rows, false, s.appendStatus(err, seq)
 	}
-	return rows, dup, nil
+	return rows, batch[0].Deduplicated, nil
 }
 
 func (s *FlightServer) appendStatus(err error, seq uint64) error {

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -40,10 +38,7 @@ type Metrics struct {
 	sinkDuration                                        *prometheus.HistogramVec
 	rowsDeduplicated, batchesDeduplicated               *prometheus.CounterVec
 
-	// inflight holds a flag per Flight batch being appended, which
-	// Deduplicated sets when the store drops that batch as a copy.
-	inflight sync.Map // arrow.RecordBatch -> *atomic.Bool
-	series   seriesCap
+	series seriesCap
 }
 
 // maxTableSeries bounds the database/table label pairs of the per-table
@@ -150,27 +145,9 @@ func NewMetrics() *Metrics {
 
 // Deduplicated implements storage.Observer.
 func (m *Metrics) Deduplicated(d storage.Duplicate) {
-	if f, ok := m.inflight.Load(d.Rec); ok {
-		f.(*atomic.Bool).Store(true)
-	}
 	db, tbl := m.series.labels(d.Database, d.Table)
 	m.rowsDeduplicated.WithLabelValues(db, tbl).Add(float64(d.Rows))
 	m.batchesDeduplicated.WithLabelValues(db, tbl).Inc()
-}
-
-// track watches rec while it is appended; the function it returns, called
-// once the append returned, reports whether the store dropped rec as a
-// duplicate.
-func (m *Metrics) track(rec arrow.RecordBatch) (wasDup func() bool) {
-	if m == nil {
-		return func() bool { return false }
-	}
-	f := new(atomic.Bool)
-	m.inflight.Store(rec, f)
-	return func() bool {
-		m.inflight.Delete(rec)
-		return f.Load()
-	}
 }
 
 // SinkWrote implements storage.Observer.

@@ -29,17 +29,16 @@ type Observer interface {
 	Deduplicated(Duplicate)
 }
 
-// Duplicate is a batch dropped as a copy of one already stored. Rec is the
-// batch as passed to Append, so a caller can tell its own batches apart.
+// Duplicate is a batch dropped as a copy of one already stored (the
+// caller learns which of its batches from Batch.Deduplicated).
 type Duplicate struct {
 	Database, Table string
 	Rows            int64
-	Rec             arrow.RecordBatch
 }
 
 // deduplicated reports a dropped copy to the observer.
 func (s *Store) deduplicated(database string, t *Table, rec arrow.RecordBatch) {
-	s.opts.Observer.Deduplicated(Duplicate{Database: database, Table: t.Name, Rows: rec.NumRows(), Rec: rec})
+	s.opts.Observer.Deduplicated(Duplicate{Database: database, Table: t.Name, Rows: rec.NumRows()})
 }
 
 // Commit is one WAL group commit: the batches written (duplicates

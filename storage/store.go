@@ -148,7 +148,8 @@ type Store struct {
 
 type appendReq struct {
 	id       BatchID
-	dup      bool // a copy of a stored batch: acknowledged, not written
+	dup      bool   // a copy of a stored batch: acknowledged, not written
+	batch    *Batch // the caller's, told whether it was a copy
 	database string
 	table    *Table
 	ipc      []byte
@@ -422,6 +423,9 @@ type Batch struct {
 	Table    *Table
 	IPC      []byte
 	Rec      arrow.RecordBatch
+	// Deduplicated is set by AppendAll when the batch was acknowledged
+	// without a second copy: it was byte-identical to one already stored.
+	Deduplicated bool
 }
 
 // AppendAll makes several batches durable together: they share one WAL
@@ -456,13 +460,15 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		return fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
 	}
 	reqs := make([]*appendReq, 0, len(batches))
-	for _, b := range batches {
+	for i := range batches {
+		b := &batches[i]
 		if b.ID != NoDedup && s.dedup.has(b.ID) {
+			b.Deduplicated = true
 			s.deduplicated(b.Database, b.Table, b.Rec)
 			continue
 		}
 		b.Rec.Retain()
-		reqs = append(reqs, &appendReq{id: b.ID, database: b.Database, table: b.Table, ipc: b.IPC, rec: b.Rec, done: make(chan error, 1)})
+		reqs = append(reqs, &appendReq{id: b.ID, batch: b, database: b.Database, table: b.Table, ipc: b.IPC, rec: b.Rec, done: make(chan error, 1)})
 	}
 	if len(reqs) == 0 {
 		return nil
@@ -484,6 +490,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		if rerr := <-r.done; rerr != nil && err == nil {
 			err = rerr
 		}
+		r.batch.Deduplicated = r.dup // written before done was sent
 	}
 	return err
 }

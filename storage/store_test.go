@@ -348,3 +348,24 @@ func TestOldBatchIDFileIsRead(t *testing.T) {
 	require.NoError(t, d2.decode(d.encode()))
 	assert.True(t, d2.has(id), "not expired by its wall-clock time")
 }
+
+// TestAppendAllSaysWhichBatchesWereCopies: a caller learns from the batch
+// itself that it was acknowledged without a second copy, so it can count it
+// apart from stored rows.
+func TestAppendAllSaysWhichBatchesWereCopies(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	defer s.Close()
+	tbl, err := LookupTable(schema.TableLogs)
+	require.NoError(t, err)
+	rec, payload := storagetest.LogBatch(t, "d", t0)
+	defer rec.Release()
+	batch := func() []Batch {
+		return []Batch{{ID: NewBatchID("default", tbl.Name, payload), Database: "default", Table: tbl, IPC: payload, Rec: rec}}
+	}
+	first := batch()
+	require.NoError(t, s.AppendAll(context.Background(), first))
+	assert.False(t, first[0].Deduplicated, "the first copy is stored")
+	again := batch()
+	require.NoError(t, s.AppendAll(context.Background(), again))
+	assert.True(t, again[0].Deduplicated, "the retry is acknowledged, not stored")
+}
