@@ -179,15 +179,16 @@ type fieldValue struct {
 	val lineprotocol.Value
 }
 
-func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
-	tags := d.tags[:0]
+// readTags reads a line's tags into d.tags, names and values interned.
+func (d *decoder) readTags(dec *lineprotocol.Decoder) error {
+	d.tags = d.tags[:0]
 	for {
 		k, v, err := dec.NextTag()
 		if err != nil {
 			return d.syntax(err)
 		}
 		if k == nil {
-			break
+			return nil
 		}
 		key, err := d.intern(k)
 		if err != nil {
@@ -197,24 +198,38 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 		if err != nil {
 			return err
 		}
-		tags = append(tags, [2]string{key, val})
+		d.tags = append(d.tags, [2]string{key, val})
 	}
-	fields := d.fields[:0]
+}
+
+// readFields reads a line's fields into d.fields, names interned; the
+// values wait for the line's time.
+func (d *decoder) readFields(dec *lineprotocol.Decoder) error {
+	d.fields = d.fields[:0]
 	for {
 		k, v, err := dec.NextField()
 		if err != nil {
 			return d.syntax(err)
 		}
 		if k == nil {
-			break
+			return nil
 		}
 		key, err := d.intern(k)
 		if err != nil {
 			return err
 		}
-		fields = append(fields, fieldValue{key, v})
+		d.fields = append(d.fields, fieldValue{key, v})
 	}
-	d.tags, d.fields = tags, fields
+}
+
+func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
+	if err := d.readTags(dec); err != nil {
+		return err
+	}
+	if err := d.readFields(dec); err != nil {
+		return err
+	}
+	tags, fields := d.tags, d.fields
 	ts, err := dec.TimeBytes()
 	if err != nil {
 		return d.syntax(err)
