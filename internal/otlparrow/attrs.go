@@ -12,7 +12,11 @@ import (
 )
 
 // attrCols are the two map columns of one attribute set.
-type attrCols struct {
+type attrCols struct{ text, types *mapCol }
+
+// nestedAttrCols are the two map fields of one attribute set in a struct of
+// a list (span events and links, exemplars), built by arrow-go builders.
+type nestedAttrCols struct {
 	text, types *array.MapBuilder
 	// A map's entries are a struct of key and item. Appending to the struct
 	// per entry keeps it level with its children; otherwise MapBuilder.Append
@@ -23,8 +27,8 @@ type attrCols struct {
 	typesKey, typesVal        *array.BinaryBuilder
 }
 
-func newAttrCols(text, types *array.MapBuilder) attrCols {
-	return attrCols{
+func newNestedAttrCols(text, types *array.MapBuilder) nestedAttrCols {
+	return nestedAttrCols{
 		text: text, types: types,
 		textEntries: text.ValueBuilder().(*array.StructBuilder), typesEntries: types.ValueBuilder().(*array.StructBuilder),
 		textKey: text.KeyBuilder().(*array.StringBuilder).BinaryBuilder, textVal: text.ItemBuilder().(*array.StringBuilder).BinaryBuilder,
@@ -167,6 +171,38 @@ func fnv1a(b []byte) uint64 {
 func (r *rendered) bytes(s span) []byte { return r.buf[s.start:s.end] }
 
 func (r *rendered) appendTo(c attrCols) {
+	for i := range r.entries {
+		e := &r.entries[i]
+		c.text.add(r.bytes(e.key), r.bytes(e.text))
+		if e.tag.end >= 0 {
+			c.types.add(r.bytes(e.key), r.bytes(e.tag))
+		}
+	}
+	c.text.end()
+	c.types.end()
+}
+
+// packedAttrs is a rendered attribute set packed for repetition.
+type packedAttrs struct{ text, types packedMap }
+
+func (r *rendered) pack(p *packedAttrs) {
+	p.text.reset()
+	p.types.reset()
+	for i := range r.entries {
+		e := &r.entries[i]
+		p.text.add(r.bytes(e.key), r.bytes(e.text))
+		if e.tag.end >= 0 {
+			p.types.add(r.bytes(e.key), r.bytes(e.tag))
+		}
+	}
+}
+
+func (p *packedAttrs) appendTo(c attrCols) {
+	c.text.appendPacked(&p.text)
+	c.types.appendPacked(&p.types)
+}
+
+func (r *rendered) appendToNested(c nestedAttrCols) {
 	c.text.Append(true)
 	c.types.Append(true)
 	for i := range r.entries {
@@ -196,31 +232,31 @@ func (r *rendered) find(keys []string) *renderedEntry {
 }
 
 // appendEntryText appends the text of e, or null when e is nil.
-func (r *rendered) appendEntryText(b *array.StringBuilder, e *renderedEntry) {
+func (r *rendered) appendEntryText(c *strCol, e *renderedEntry) {
 	if e != nil {
-		b.BinaryBuilder.Append(r.bytes(e.text))
+		c.append(r.bytes(e.text))
 	} else {
-		b.AppendNull()
+		c.appendNull()
 	}
 }
 
 // appendPromotedInt appends the first of keys present if it is an int or a
 // string holding a decimal int64, else null.
-func (r *rendered) appendPromotedInt(b *array.Int64Builder, keys []string) {
+func (r *rendered) appendPromotedInt(b *numCol[int64], keys []string) {
 	e := r.find(keys)
 	switch {
 	case e == nil:
-		b.AppendNull()
+		b.appendNull()
 	case e.typ == pcommon.ValueTypeInt:
-		b.Append(e.num)
+		b.append(e.num)
 	case e.typ == pcommon.ValueTypeStr:
 		if n, ok := parseInt(r.bytes(e.text)); ok {
-			b.Append(n)
+			b.append(n)
 		} else {
-			b.AppendNull()
+			b.appendNull()
 		}
 	default:
-		b.AppendNull()
+		b.appendNull()
 	}
 }
 

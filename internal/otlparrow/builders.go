@@ -15,7 +15,7 @@ type Emit func(table *schema.Table, rec arrow.RecordBatch) error
 // table builds the record batches of one table.
 type table struct {
 	schema    *schema.Table
-	rb        *array.RecordBuilder
+	cols      []column // by field index
 	batchSize int
 	rows      int // rows in the batch being built
 	pending   int // rows of the current Convert call not yet appended
@@ -23,10 +23,10 @@ type table struct {
 	sizedRows int // rows of the batch sizes were measured on; 0 before any
 }
 
-// builderSize remembers how much of one builder the last batch used. A
-// builder hands its buffers to the array it builds and starts the next batch
-// empty; growing back by doubling costs about log2(rows) allocations per
-// buffer, reserving what the last batch needed costs one.
+// builderSize remembers how much of one arrow-go builder the last batch
+// used. A builder hands its buffers to the array it builds and starts the
+// next batch empty; growing back by doubling costs about log2(rows)
+// allocations per buffer, reserving what the last batch needed costs one.
 type builderSize struct {
 	b       array.Builder
 	bin     *array.BinaryBuilder // b's data buffer, for string columns
@@ -34,11 +34,29 @@ type builderSize struct {
 }
 
 func newTable(mem memory.Allocator, t *schema.Table, batchSize int) *table {
-	tb := &table{schema: t, rb: array.NewRecordBuilder(mem, t.Arrow), batchSize: max(batchSize, 1)}
-	for _, f := range tb.rb.Fields() {
-		tb.sizes = appendSizes(tb.sizes, f)
+	tb := &table{schema: t, batchSize: max(batchSize, 1)}
+	for _, f := range t.Arrow.Fields() {
+		tb.cols = append(tb.cols, tb.newColumn(mem, f.Type))
 	}
 	return tb
+}
+
+func (t *table) newColumn(mem memory.Allocator, dt arrow.DataType) column {
+	switch dt.ID() {
+	case arrow.STRING:
+		return newStrCol()
+	case arrow.INT64, arrow.TIMESTAMP:
+		return &numCol[int64]{}
+	case arrow.FLOAT64:
+		return &numCol[float64]{}
+	case arrow.BOOL:
+		return &boolCol{}
+	case arrow.MAP:
+		return newMapCol()
+	}
+	b := array.NewBuilder(mem, dt)
+	t.sizes = appendSizes(t.sizes, b)
+	return builderCol{b}
 }
 
 // appendSizes lists b and every builder nested in it.
@@ -65,7 +83,7 @@ func (t *table) start(rows int) {
 	t.reserve()
 }
 
-// reserve sizes the builders for the next batch from the last one, scaled
+// reserve sizes the columns for the next batch from the last one, scaled
 // down when fewer rows are left. It never scales up: one unusual batch (a
 // huge string, say) must not make every later batch reserve for it.
 func (t *table) reserve() {
@@ -73,12 +91,11 @@ func (t *table) reserve() {
 	if t.sizedRows == 0 || rows == 0 {
 		return
 	}
-	scale := func(v int) int {
-		if rows >= t.sizedRows {
-			return v
-		}
-		return v * rows / t.sizedRows
+	frac := min(1, float64(rows)/float64(t.sizedRows))
+	for _, c := range t.cols {
+		c.reserve(frac)
 	}
+	scale := func(v int) int { return int(float64(v) * frac) }
 	for i := range t.sizes {
 		s := &t.sizes[i]
 		// +1: a list's offsets take one more slot than it has elements.
@@ -102,23 +119,21 @@ func (t *table) measure() {
 	t.sizedRows = t.rows
 }
 
-func (t *table) field(name string) array.Builder { return t.rb.Field(t.schema.FieldIndex(name)) }
-func (t *table) str(name string) *array.StringBuilder {
-	return t.field(name).(*array.StringBuilder)
+func (t *table) col(name string) column { return t.cols[t.schema.FieldIndex(name)] }
+func (t *table) str(name string) *strCol   { return t.col(name).(*strCol) }
+func (t *table) i64(name string) *numCol[int64] {
+	return t.col(name).(*numCol[int64])
 }
-func (t *table) i64(name string) *array.Int64Builder { return t.field(name).(*array.Int64Builder) }
-func (t *table) f64(name string) *array.Float64Builder {
-	return t.field(name).(*array.Float64Builder)
+func (t *table) f64(name string) *numCol[float64] {
+	return t.col(name).(*numCol[float64])
 }
-func (t *table) ts(name string) *array.TimestampBuilder {
-	return t.field(name).(*array.TimestampBuilder)
+func (t *table) ts(name string) *numCol[int64] { return t.i64(name) }
+func (t *table) boolean(name string) *boolCol  { return t.col(name).(*boolCol) }
+func (t *table) list(name string) *array.ListBuilder {
+	return t.col(name).(builderCol).b.(*array.ListBuilder)
 }
-func (t *table) boolean(name string) *array.BooleanBuilder {
-	return t.field(name).(*array.BooleanBuilder)
-}
-func (t *table) list(name string) *array.ListBuilder { return t.field(name).(*array.ListBuilder) }
 func (t *table) attrs(name string) attrCols {
-	return newAttrCols(t.field(name).(*array.MapBuilder), t.field(typesColumn(name)).(*array.MapBuilder))
+	return attrCols{text: t.col(name).(*mapCol), types: t.col(typesColumn(name)).(*mapCol)}
 }
 
 // structFields finds the field builders of a list's struct by column name.
@@ -152,8 +167,8 @@ func (f structFields) i64(name string) *array.Int64Builder {
 func (f structFields) f64(name string) *array.Float64Builder {
 	return f.field(name).(*array.Float64Builder)
 }
-func (f structFields) attrs(name string) attrCols {
-	return newAttrCols(f.field(name).(*array.MapBuilder), f.field(typesColumn(name)).(*array.MapBuilder))
+func (f structFields) attrs(name string) nestedAttrCols {
+	return newNestedAttrCols(f.field(name).(*array.MapBuilder), f.field(typesColumn(name)).(*array.MapBuilder))
 }
 
 // typesColumn names the type-tag map that goes with a text map.
@@ -180,20 +195,41 @@ func (t *table) flush(emit Emit) error {
 		return nil
 	}
 	t.measure()
-	rec := t.rb.NewRecordBatch()
+	rec := t.newRecord()
 	t.rows = 0
 	t.reserve()
 	return emit(t.schema, rec)
+}
+
+func (t *table) newRecord() arrow.RecordBatch {
+	fields := t.schema.Arrow.Fields()
+	arrs := make([]arrow.Array, len(t.cols))
+	for i, c := range t.cols {
+		arrs[i] = c.newArray(fields[i].Type)
+	}
+	rec := array.NewRecordBatch(t.schema.Arrow, arrs, int64(t.rows))
+	for _, a := range arrs {
+		a.Release()
+	}
+	return rec
 }
 
 // discard drops a partly built batch, so that a converter whose Convert
 // failed can be reused without emitting stale rows.
 func (t *table) discard() {
 	if t.rows > 0 {
-		t.rb.NewRecordBatch().Release()
+		for _, c := range t.cols {
+			c.discard()
+		}
 		t.rows = 0
 	}
 	t.pending = 0
 }
 
-func (t *table) release() { t.rb.Release() }
+func (t *table) release() {
+	for _, c := range t.cols {
+		if b, ok := c.(builderCol); ok {
+			b.b.Release()
+		}
+	}
+}

@@ -16,20 +16,23 @@ type converter struct {
 	scratch []byte
 	res     rendered // resource attributes
 	scope   rendered // scope attributes
+	resP    packedAttrs
+	scopeP  packedAttrs
 	rec     rendered // the record's own attributes
 	nested  rendered // span event, span link and exemplar attributes
 	current resourceVals
 }
 
-// resourceVals are the resource and scope columns that are not maps.
+// resourceVals are the resource and scope columns that are not maps, made
+// valid UTF-8 once for all their rows.
 type resourceVals struct {
 	service                 []byte
 	host, env, region       *renderedEntry // nil when absent
 	dropped                 int64
-	schemaURL               string
-	scopeName, scopeVersion string
+	schemaURL               []byte
+	scopeName, scopeVersion []byte
 	scopeDropped            int64
-	scopeSchemaURL          string
+	scopeSchemaURL          []byte
 }
 
 func (c *converter) setResource(res pcommon.Resource, schemaURL string) {
@@ -41,24 +44,27 @@ func (c *converter) setResource(res pcommon.Resource, schemaURL string) {
 	}
 	r.host, r.env, r.region = c.res.find(schema.HostKeys), c.res.find(schema.EnvironmentKeys), c.res.find(schema.RegionKeys)
 	r.dropped = int64(res.DroppedAttributesCount())
-	r.schemaURL = schemaURL
+	r.schemaURL = schema.AppendValidUTF8(r.schemaURL[:0], schemaURL)
+	c.res.pack(&c.resP)
 }
 
 func (c *converter) setScope(scope pcommon.InstrumentationScope, schemaURL string) {
 	c.scope.reset(scope.Attributes())
+	c.scope.pack(&c.scopeP)
 	r := &c.current
-	r.scopeName, r.scopeVersion = scope.Name(), scope.Version()
+	r.scopeName = schema.AppendValidUTF8(r.scopeName[:0], scope.Name())
+	r.scopeVersion = schema.AppendValidUTF8(r.scopeVersion[:0], scope.Version())
 	r.scopeDropped = int64(scope.DroppedAttributesCount())
-	r.scopeSchemaURL = schemaURL
+	r.scopeSchemaURL = schema.AppendValidUTF8(r.scopeSchemaURL[:0], schemaURL)
 }
 
-// resourceCols are the builders of the resource and scope columns.
+// resourceCols are the resource and scope columns.
 type resourceCols struct {
-	service, host, env, region         *array.StringBuilder
+	service, host, env, region         *strCol
 	attrs, scopeAttrs                  attrCols
-	dropped, scopeDropped              *array.Int64Builder
-	schemaURL, scopeName, scopeVersion *array.StringBuilder
-	scopeSchemaURL                     *array.StringBuilder
+	dropped, scopeDropped              *numCol[int64]
+	schemaURL, scopeName, scopeVersion *strCol
+	scopeSchemaURL                     *strCol
 }
 
 func newResourceCols(t *table) resourceCols {
@@ -73,29 +79,29 @@ func newResourceCols(t *table) resourceCols {
 
 func (c *converter) appendResource(cols *resourceCols) {
 	r := &c.current
-	cols.service.BinaryBuilder.Append(r.service)
+	cols.service.append(r.service)
 	c.res.appendEntryText(cols.host, r.host)
 	c.res.appendEntryText(cols.env, r.env)
 	c.res.appendEntryText(cols.region, r.region)
-	c.res.appendTo(cols.attrs)
-	cols.dropped.Append(r.dropped)
-	c.appendStr(cols.schemaURL, r.schemaURL)
-	c.appendStr(cols.scopeName, r.scopeName)
-	c.appendStr(cols.scopeVersion, r.scopeVersion)
-	c.scope.appendTo(cols.scopeAttrs)
-	cols.scopeDropped.Append(r.scopeDropped)
-	c.appendStr(cols.scopeSchemaURL, r.scopeSchemaURL)
+	c.resP.appendTo(cols.attrs)
+	cols.dropped.append(r.dropped)
+	cols.schemaURL.append(r.schemaURL)
+	cols.scopeName.append(r.scopeName)
+	cols.scopeVersion.append(r.scopeVersion)
+	c.scopeP.appendTo(cols.scopeAttrs)
+	cols.scopeDropped.append(r.scopeDropped)
+	cols.scopeSchemaURL.append(r.scopeSchemaURL)
 }
 
-// appendStr appends s with invalid UTF-8 replaced: Parquet strings must be
-// UTF-8.
+// appendStr appends s with invalid UTF-8 replaced to a builder of a nested
+// list: Parquet strings must be UTF-8.
 func (c *converter) appendStr(b *array.StringBuilder, s string) {
 	c.scratch = schema.AppendValidUTF8(c.scratch[:0], s)
 	b.BinaryBuilder.Append(c.scratch)
 }
 
 // appendID appends an id as lowercase hex, or "" for the all-zero id that
-// OTLP uses for "absent".
+// OTLP uses for "absent", to a builder of a nested list.
 func (c *converter) appendID(b *array.StringBuilder, id []byte, empty bool) {
 	if empty {
 		b.BinaryBuilder.Append(nil)
@@ -113,22 +119,27 @@ func (c *converter) appendSpanID(b *array.StringBuilder, id pcommon.SpanID) {
 	c.appendID(b, id[:], id.IsEmpty())
 }
 
+func appendTraceID(c *strCol, id pcommon.TraceID) { c.appendID(id[:], id.IsEmpty()) }
+func appendSpanID(c *strCol, id pcommon.SpanID)   { c.appendID(id[:], id.IsEmpty()) }
+
 // appendRecordAttrs renders a record's own attributes and appends the
 // promoted columns taken from them.
-func (c *converter) appendRecordAttrs(m pcommon.Map, httpMethod *array.StringBuilder, statusCode *array.Int64Builder) {
+func (c *converter) appendRecordAttrs(m pcommon.Map, httpMethod *strCol, statusCode *numCol[int64]) {
 	c.rec.reset(m)
 	c.rec.appendEntryText(httpMethod, c.rec.find(schema.HTTPMethodKeys))
 	c.rec.appendPromotedInt(statusCode, schema.HTTPStatusCodeKeys)
 }
 
-func appendTime(b *array.TimestampBuilder, t pcommon.Timestamp) {
+func appendTime(c *numCol[int64], t pcommon.Timestamp) { c.append(int64(t)) }
+
+func appendNestedTime(b *array.TimestampBuilder, t pcommon.Timestamp) {
 	b.Append(arrow.Timestamp(int64(t)))
 }
 
-func appendOptF64(b *array.Float64Builder, v float64, ok bool) {
+func appendOptF64(c *numCol[float64], v float64, ok bool) {
 	if ok {
-		b.Append(v)
+		c.append(v)
 	} else {
-		b.AppendNull()
+		c.appendNull()
 	}
 }

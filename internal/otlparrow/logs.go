@@ -1,7 +1,6 @@
 package otlparrow
 
 import (
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -21,11 +20,11 @@ type logCols struct {
 	t   *table
 	res resourceCols
 
-	time, observed                     *array.TimestampBuilder
-	traceID, spanID                    *array.StringBuilder
-	flags, sevNum, dropped, statusCode *array.Int64Builder
-	sevText, level, eventType, message *array.StringBuilder
-	bodyType, bodyJSON, httpMethod     *array.StringBuilder
+	time, observed                     *numCol[int64]
+	traceID, spanID                    *strCol
+	flags, sevNum, dropped, statusCode *numCol[int64]
+	sevText, level, eventType, message *strCol
+	bodyType, bodyJSON, httpMethod     *strCol
 	attrs                              attrCols
 }
 
@@ -136,29 +135,29 @@ func (c *LogsConverter) appendLog(l *logCols, lr plog.LogRecord) {
 	}
 	appendTime(l.time, ts)
 	appendTime(l.observed, lr.ObservedTimestamp())
-	c.appendTraceID(l.traceID, lr.TraceID())
-	c.appendSpanID(l.spanID, lr.SpanID())
-	l.flags.Append(int64(lr.Flags()))
-	l.sevNum.Append(int64(lr.SeverityNumber()))
-	c.appendStr(l.sevText, lr.SeverityText())
-	c.appendStr(l.level, Level(lr.SeverityText(), lr.SeverityNumber()))
-	c.appendStr(l.eventType, lr.EventName())
-	c.appendBody(l, lr.Body())
+	appendTraceID(l.traceID, lr.TraceID())
+	appendSpanID(l.spanID, lr.SpanID())
+	l.flags.append(int64(lr.Flags()))
+	l.sevNum.append(int64(lr.SeverityNumber()))
+	l.sevText.appendValidUTF8(lr.SeverityText())
+	l.level.appendValidUTF8(Level(lr.SeverityText(), lr.SeverityNumber()))
+	l.eventType.appendValidUTF8(lr.EventName())
+	appendBody(l, lr.Body())
 	c.appendRecordAttrs(lr.Attributes(), l.httpMethod, l.statusCode)
 	c.appendResource(&l.res)
 	c.rec.appendTo(l.attrs)
-	l.dropped.Append(int64(lr.DroppedAttributesCount()))
+	l.dropped.append(int64(lr.DroppedAttributesCount()))
 }
 
-func (c *LogsConverter) appendBody(l *logCols, body pcommon.Value) {
-	c.scratch = schema.AppendText(c.scratch[:0], body)
-	l.message.BinaryBuilder.Append(c.scratch)
-	l.bodyType.Append(schema.ValueTypeName(body.Type()))
+func appendBody(l *logCols, body pcommon.Value) {
+	l.message.data = schema.AppendText(l.message.data, body)
+	l.message.end()
+	l.bodyType.appendString(schema.ValueTypeName(body.Type()))
 	switch body.Type() {
 	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
-		c.scratch = schema.AppendOTLPJSON(c.scratch[:0], body)
-		l.bodyJSON.BinaryBuilder.Append(c.scratch)
+		l.bodyJSON.data = schema.AppendOTLPJSON(l.bodyJSON.data, body)
+		l.bodyJSON.end()
 	default:
-		l.bodyJSON.AppendNull()
+		l.bodyJSON.appendNull()
 	}
 }

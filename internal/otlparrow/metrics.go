@@ -27,12 +27,12 @@ type MetricsConverter struct {
 	t   *table
 	res resourceCols
 
-	time, start                              *array.TimestampBuilder
-	name, desc, unit, mtype, temporality     *array.StringBuilder
-	monotonic                                *array.BooleanBuilder
-	value, sum, min, max, zeroThreshold      *array.Float64Builder
-	valueInt, count, scale, zeroCount, flags *array.Int64Builder
-	posOffset, negOffset                     *array.Int64Builder
+	time, start                              *numCol[int64]
+	name, desc, unit, mtype, temporality     *strCol
+	monotonic                                *boolCol
+	value, sum, min, max, zeroThreshold      *numCol[float64]
+	valueInt, count, scale, zeroCount, flags *numCol[int64]
+	posOffset, negOffset                     *numCol[int64]
 	buckets, bounds, posBuckets, negBuckets  *array.ListBuilder
 	qLevels, qValues                         *array.ListBuilder
 	exemplars                                *array.ListBuilder
@@ -41,7 +41,8 @@ type MetricsConverter struct {
 	exValue                                  *array.Float64Builder
 	exValueInt                               *array.Int64Builder
 	exTraceID, exSpanID                      *array.StringBuilder
-	exAttrs, metadata, attrs                 attrCols
+	exAttrs                                  nestedAttrCols
+	metadata, attrs                          attrCols
 
 	metric metricVals
 }
@@ -184,23 +185,26 @@ func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetri
 	m := &c.metric
 	appendTime(c.time, ts)
 	appendTime(c.start, start)
-	c.name.BinaryBuilder.Append(m.name)
-	c.desc.BinaryBuilder.Append(m.desc)
-	c.unit.BinaryBuilder.Append(m.unit)
-	c.mtype.Append(m.typeName)
-	c.temporality.Append(m.temporality)
-	c.monotonic.Append(m.isMonotonic)
-	c.flags.Append(int64(flags))
+	c.name.append(m.name)
+	c.desc.append(m.desc)
+	c.unit.append(m.unit)
+	c.mtype.appendString(m.typeName)
+	c.temporality.appendString(m.temporality)
+	c.monotonic.append(m.isMonotonic)
+	c.flags.append(int64(flags))
 	m.meta.appendTo(c.metadata)
 	c.appendResource(&c.res)
 	c.rec.reset(attrs)
 	c.rec.appendTo(c.attrs)
 }
 
-// nulls appends null to each builder: the columns a metric type leaves out.
-func nulls(bs ...array.Builder) {
-	for _, b := range bs {
-		b.AppendNull()
+// nuller is a column that can take a null.
+type nuller interface{ appendNull() }
+
+// nulls appends null to each column: the columns a metric type leaves out.
+func nulls(cs ...nuller) {
+	for _, c := range cs {
+		c.appendNull()
 	}
 }
 
@@ -224,7 +228,7 @@ func (c *MetricsConverter) numberPoint(dp pmetric.NumberDataPoint) {
 func (c *MetricsConverter) histogramPoint(dp pmetric.HistogramDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	nulls(c.value, c.valueInt)
-	c.count.Append(int64(dp.Count()))
+	c.count.append(int64(dp.Count()))
 	appendOptF64(c.sum, dp.Sum(), dp.HasSum())
 	appendOptF64(c.min, dp.Min(), dp.HasMin())
 	appendOptF64(c.max, dp.Max(), dp.HasMax())
@@ -238,17 +242,17 @@ func (c *MetricsConverter) histogramPoint(dp pmetric.HistogramDataPoint) {
 func (c *MetricsConverter) expHistogramPoint(dp pmetric.ExponentialHistogramDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	nulls(c.value, c.valueInt)
-	c.count.Append(int64(dp.Count()))
+	c.count.append(int64(dp.Count()))
 	appendOptF64(c.sum, dp.Sum(), dp.HasSum())
 	appendOptF64(c.min, dp.Min(), dp.HasMin())
 	appendOptF64(c.max, dp.Max(), dp.HasMax())
 	empty(c.buckets, c.bounds)
-	c.scale.Append(int64(dp.Scale()))
-	c.zeroCount.Append(int64(dp.ZeroCount()))
-	c.zeroThreshold.Append(dp.ZeroThreshold())
-	c.posOffset.Append(int64(dp.Positive().Offset()))
+	c.scale.append(int64(dp.Scale()))
+	c.zeroCount.append(int64(dp.ZeroCount()))
+	c.zeroThreshold.append(dp.ZeroThreshold())
+	c.posOffset.append(int64(dp.Positive().Offset()))
 	appendUints(c.posBuckets, dp.Positive().BucketCounts())
-	c.negOffset.Append(int64(dp.Negative().Offset()))
+	c.negOffset.append(int64(dp.Negative().Offset()))
 	appendUints(c.negBuckets, dp.Negative().BucketCounts())
 	empty(c.qLevels, c.qValues)
 	c.appendExemplars(dp.Exemplars())
@@ -257,8 +261,8 @@ func (c *MetricsConverter) expHistogramPoint(dp pmetric.ExponentialHistogramData
 func (c *MetricsConverter) summaryPoint(dp pmetric.SummaryDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	nulls(c.value, c.valueInt)
-	c.count.Append(int64(dp.Count()))
-	c.sum.Append(dp.Sum())
+	c.count.append(int64(dp.Count()))
+	c.sum.append(dp.Sum())
 	nulls(c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
 	empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets)
 	c.qLevels.Append(true)
@@ -291,27 +295,41 @@ func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
 	c.exemplars.Append(true)
 	for _, ex := range exs.All() {
 		c.ex.Append(true)
-		appendTime(c.exTime, ex.Timestamp())
-		typ := ex.ValueType()
-		appendNumber(c.exValue, c.exValueInt, typ == pmetric.ExemplarValueTypeInt, typ == pmetric.ExemplarValueTypeDouble,
-			ex.DoubleValue(), ex.IntValue())
+		appendNestedTime(c.exTime, ex.Timestamp())
+		appendExemplarValue(c.exValue, c.exValueInt, ex)
 		c.appendTraceID(c.exTraceID, ex.TraceID())
 		c.appendSpanID(c.exSpanID, ex.SpanID())
 		c.nested.reset(ex.FilteredAttributes())
-		c.nested.appendTo(c.exAttrs)
+		c.nested.appendToNested(c.exAttrs)
 	}
 }
 
 // appendNumber appends a number point's or an exemplar's value: a double
 // in value; an int in value_int and, converted, in value, so that value
 // answers queries whatever the type; nothing set, null in both.
-func appendNumber(value *array.Float64Builder, valueInt *array.Int64Builder, isInt, isDouble bool, d float64, i int64) {
+func appendNumber(value *numCol[float64], valueInt *numCol[int64], isInt, isDouble bool, d float64, i int64) {
 	switch {
 	case isInt:
-		value.Append(float64(i))
-		valueInt.Append(i)
+		value.append(float64(i))
+		valueInt.append(i)
 	case isDouble:
-		value.Append(d)
+		value.append(d)
+		valueInt.appendNull()
+	default:
+		value.appendNull()
+		valueInt.appendNull()
+	}
+}
+
+// appendExemplarValue is appendNumber for the builders of the exemplars
+// list.
+func appendExemplarValue(value *array.Float64Builder, valueInt *array.Int64Builder, ex pmetric.Exemplar) {
+	switch ex.ValueType() {
+	case pmetric.ExemplarValueTypeInt:
+		value.Append(float64(ex.IntValue()))
+		valueInt.Append(ex.IntValue())
+	case pmetric.ExemplarValueTypeDouble:
+		value.Append(ex.DoubleValue())
 		valueInt.AppendNull()
 	default:
 		value.AppendNull()

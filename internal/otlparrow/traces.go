@@ -14,12 +14,12 @@ type TracesConverter struct {
 	t   *table
 	res resourceCols
 
-	time, endTime                                  *array.TimestampBuilder
-	duration, flags, dropped, droppedEv, droppedLn *array.Int64Builder
-	traceID, spanID, parentID, traceState          *array.StringBuilder
-	name, kind, status, statusMsg, httpMethod      *array.StringBuilder
-	statusCode                                     *array.Int64Builder
-	isError                                        *array.BooleanBuilder
+	time, endTime                                  *numCol[int64]
+	duration, flags, dropped, droppedEv, droppedLn *numCol[int64]
+	traceID, spanID, parentID, traceState          *strCol
+	name, kind, status, statusMsg, httpMethod      *strCol
+	statusCode                                     *numCol[int64]
+	isError                                        *boolCol
 	attrs                                          attrCols
 
 	events, links *array.ListBuilder
@@ -32,7 +32,7 @@ type TracesConverter struct {
 type spanEventCols struct {
 	time    *array.TimestampBuilder
 	name    *array.StringBuilder
-	attrs   attrCols
+	attrs   nestedAttrCols
 	dropped *array.Int64Builder
 }
 
@@ -40,7 +40,7 @@ type spanEventCols struct {
 type spanLinkCols struct {
 	traceID, spanID, state *array.StringBuilder
 	flags, dropped         *array.Int64Builder
-	attrs                  attrCols
+	attrs                  nestedAttrCols
 }
 
 // NewTracesConverter returns a converter that cuts batches of batchSize
@@ -120,35 +120,36 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 	start, end := s.StartTimestamp(), s.EndTimestamp()
 	appendTime(c.time, start)
 	appendTime(c.endTime, end)
-	c.duration.Append(int64(end) - int64(start)) // negative when end < start: kept, not hidden
-	c.appendTraceID(c.traceID, s.TraceID())
-	c.appendSpanID(c.spanID, s.SpanID())
-	c.appendSpanID(c.parentID, s.ParentSpanID())
-	c.appendStr(c.traceState, s.TraceState().AsRaw())
-	c.flags.Append(int64(s.Flags()))
-	c.appendStr(c.name, s.Name())
-	c.kind.Append(enumName(spanKinds[:], int(s.Kind())))
-	c.status.Append(enumName(spanStatuses[:], int(s.Status().Code())))
-	c.appendStr(c.statusMsg, s.Status().Message())
-	c.isError.Append(s.Status().Code() == ptrace.StatusCodeError)
+	c.duration.append(int64(end) - int64(start)) // negative when end < start: kept, not hidden
+	appendTraceID(c.traceID, s.TraceID())
+	appendSpanID(c.spanID, s.SpanID())
+	appendSpanID(c.parentID, s.ParentSpanID())
+	c.traceState.appendValidUTF8(s.TraceState().AsRaw())
+	c.flags.append(int64(s.Flags()))
+	c.name.appendValidUTF8(s.Name())
+	c.kind.appendString(enumName(spanKinds[:], int(s.Kind())))
+	status := s.Status()
+	c.status.appendString(enumName(spanStatuses[:], int(status.Code())))
+	c.statusMsg.appendValidUTF8(status.Message())
+	c.isError.append(status.Code() == ptrace.StatusCodeError)
 	c.appendRecordAttrs(s.Attributes(), c.httpMethod, c.statusCode)
 	c.appendResource(&c.res)
 	c.rec.appendTo(c.attrs)
-	c.dropped.Append(int64(s.DroppedAttributesCount()))
+	c.dropped.append(int64(s.DroppedAttributesCount()))
 	c.appendEvents(s.Events())
-	c.droppedEv.Append(int64(s.DroppedEventsCount()))
+	c.droppedEv.append(int64(s.DroppedEventsCount()))
 	c.appendLinks(s.Links())
-	c.droppedLn.Append(int64(s.DroppedLinksCount()))
+	c.droppedLn.append(int64(s.DroppedLinksCount()))
 }
 
 func (c *TracesConverter) appendEvents(evs ptrace.SpanEventSlice) {
 	c.events.Append(true)
 	for _, ev := range evs.All() {
 		c.event.Append(true)
-		appendTime(c.ev.time, ev.Timestamp())
+		appendNestedTime(c.ev.time, ev.Timestamp())
 		c.appendStr(c.ev.name, ev.Name())
 		c.nested.reset(ev.Attributes())
-		c.nested.appendTo(c.ev.attrs)
+		c.nested.appendToNested(c.ev.attrs)
 		c.ev.dropped.Append(int64(ev.DroppedAttributesCount()))
 	}
 }
@@ -162,7 +163,7 @@ func (c *TracesConverter) appendLinks(links ptrace.SpanLinkSlice) {
 		c.appendStr(c.ln.state, l.TraceState().AsRaw())
 		c.ln.flags.Append(int64(l.Flags()))
 		c.nested.reset(l.Attributes())
-		c.nested.appendTo(c.ln.attrs)
+		c.nested.appendToNested(c.ln.attrs)
 		c.ln.dropped.Append(int64(l.DroppedAttributesCount()))
 	}
 }

@@ -1,0 +1,334 @@
+package otlparrow
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+// The flat columns (strings, numbers, booleans, attribute maps) are built in
+// plain Go slices and handed to Arrow as buffers when the batch is cut.
+// arrow-go's builders check capacity, grow two buffers and set a validity
+// bit on every call; appending to a slice is a bounds check and a copy,
+// which made them the largest cost of a conversion. The nested lists
+// (events, links, exemplars, buckets) are rare and keep arrow-go builders.
+//
+// The buffers are allocated by Go, not by the table's allocator, and are
+// never reused: a record batch may outlive the converter (the exporter holds
+// it until the sidecar acknowledges it), so each batch gets fresh slices
+// and the garbage collector frees them with the record.
+
+// column is one top-level column of a batch being built.
+type column interface {
+	// newArray hands the appended rows over as an array; the column
+	// starts empty.
+	newArray(dt arrow.DataType) arrow.Array
+	// reserve makes room for about frac of the rows of the last batch.
+	reserve(frac float64)
+	// discard drops the appended rows.
+	discard()
+}
+
+// validity is a column's validity bitmap, made only once a null is
+// appended: most columns never hold one.
+type validity struct {
+	bits  []byte
+	nulls int
+}
+
+// add records whether row i (the next one) is valid.
+func (v *validity) add(i int, valid bool) {
+	if v.bits == nil {
+		if valid {
+			return
+		}
+		v.bits = make([]byte, i/8, i/8+64)
+		for j := range v.bits {
+			v.bits[j] = 0xFF
+		}
+		v.bits = append(v.bits, byte(1)<<(i%8)-1)
+	} else if i/8 == len(v.bits) {
+		v.bits = append(v.bits, 0)
+	}
+	if valid {
+		v.bits[i/8] |= 1 << (i % 8)
+	} else {
+		v.nulls++
+	}
+}
+
+func (v *validity) buffer() *memory.Buffer {
+	if v.bits == nil {
+		return nil
+	}
+	return memory.NewBufferBytes(v.bits)
+}
+
+func (v *validity) reset() { *v = validity{} }
+
+// sizeFor scales a length of the last batch by frac.
+func sizeFor(n int, frac float64) int { return int(float64(n)*frac) + 1 }
+
+// strCol builds a string column.
+type strCol struct {
+	offsets []int32 // one more than rows: offsets[0] = 0
+	data    []byte
+	valid   validity
+	lastN   int // rows of the last batch
+	lastLen int // data bytes of the last batch
+}
+
+func newStrCol() *strCol { return &strCol{offsets: []int32{0}} }
+
+func (c *strCol) rows() int { return len(c.offsets) - 1 }
+
+// end closes the row whose bytes were appended to c.data.
+func (c *strCol) end() {
+	c.valid.add(c.rows(), true)
+	c.offsets = append(c.offsets, int32(len(c.data)))
+}
+
+func (c *strCol) append(b []byte) {
+	c.data = append(c.data, b...)
+	c.end()
+}
+
+func (c *strCol) appendString(s string) {
+	c.data = append(c.data, s...)
+	c.end()
+}
+
+// appendValidUTF8 appends s with invalid UTF-8 replaced: Parquet strings
+// must be UTF-8.
+func (c *strCol) appendValidUTF8(s string) {
+	c.data = schema.AppendValidUTF8(c.data, s)
+	c.end()
+}
+
+// appendID appends an id as lowercase hex, or "" for the all-zero id that
+// OTLP uses for "absent".
+func (c *strCol) appendID(id []byte, empty bool) {
+	if !empty {
+		c.data = hex.AppendEncode(c.data, id)
+	}
+	c.end()
+}
+
+// appendPacked appends the strings of p: their bytes in one copy, their
+// offsets shifted by where they land. None is null.
+func (c *strCol) appendPacked(data []byte, ends []int32) {
+	base := int32(len(c.data))
+	c.data = append(c.data, data...)
+	if c.valid.bits != nil {
+		for range ends {
+			c.valid.add(c.rows(), true)
+		}
+	}
+	n := len(c.offsets)
+	c.offsets = slices.Grow(c.offsets, len(ends))[:n+len(ends)]
+	for i, e := range ends {
+		c.offsets[n+i] = base + e
+	}
+}
+
+func (c *strCol) appendNull() {
+	c.valid.add(c.rows(), false)
+	c.offsets = append(c.offsets, int32(len(c.data)))
+}
+
+func (c *strCol) arrayData(dt arrow.DataType) arrow.ArrayData {
+	if len(c.data) > math.MaxInt32 {
+		panic(fmt.Sprintf("otlparrow: string column of %d bytes, over Arrow's 2 GiB", len(c.data)))
+	}
+	n := c.rows()
+	d := array.NewData(dt, n, []*memory.Buffer{
+		c.valid.buffer(),
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets)),
+		memory.NewBufferBytes(c.data),
+	}, nil, c.valid.nulls, 0)
+	c.lastN, c.lastLen = n, len(c.data)
+	c.offsets, c.data = []int32{0}, nil
+	c.valid.reset()
+	return d
+}
+
+func (c *strCol) newArray(dt arrow.DataType) arrow.Array { return makeArray(c.arrayData(dt)) }
+
+func (c *strCol) reserve(frac float64) {
+	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
+		c.offsets = append(make([]int32, 0, n), c.offsets...)
+	}
+	if n := sizeFor(c.lastLen, frac); cap(c.data) < n {
+		c.data = append(make([]byte, 0, n), c.data...)
+	}
+}
+
+func (c *strCol) discard() {
+	c.offsets, c.data = c.offsets[:1], c.data[:0]
+	c.valid.reset()
+}
+
+// makeArray makes the array of d and drops d's own reference.
+func makeArray(d arrow.ArrayData) arrow.Array {
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
+// numCol builds an int64, timestamp or float64 column.
+type numCol[T int64 | float64] struct {
+	vals  []T
+	valid validity
+	lastN int
+}
+
+func (c *numCol[T]) append(v T) {
+	c.valid.add(len(c.vals), true)
+	c.vals = append(c.vals, v)
+}
+
+func (c *numCol[T]) appendNull() {
+	c.valid.add(len(c.vals), false)
+	c.vals = append(c.vals, 0)
+}
+
+func (c *numCol[T]) newArray(dt arrow.DataType) arrow.Array {
+	var b []byte
+	switch v := any(c.vals).(type) {
+	case []int64:
+		b = arrow.Int64Traits.CastToBytes(v)
+	case []float64:
+		b = arrow.Float64Traits.CastToBytes(v)
+	}
+	d := array.NewData(dt, len(c.vals), []*memory.Buffer{c.valid.buffer(), memory.NewBufferBytes(b)}, nil, c.valid.nulls, 0)
+	c.lastN, c.vals = len(c.vals), nil
+	c.valid.reset()
+	return makeArray(d)
+}
+
+func (c *numCol[T]) reserve(frac float64) {
+	if n := sizeFor(c.lastN, frac); cap(c.vals) < n {
+		c.vals = append(make([]T, 0, n), c.vals...)
+	}
+}
+
+func (c *numCol[T]) discard() {
+	c.vals = c.vals[:0]
+	c.valid.reset()
+}
+
+// boolCol builds a boolean column of no nulls.
+type boolCol struct {
+	bits []byte
+	n    int
+}
+
+func (c *boolCol) append(v bool) {
+	if c.n/8 == len(c.bits) {
+		c.bits = append(c.bits, 0)
+	}
+	if v {
+		c.bits[c.n/8] |= 1 << (c.n % 8)
+	}
+	c.n++
+}
+
+func (c *boolCol) newArray(dt arrow.DataType) arrow.Array {
+	d := array.NewData(dt, c.n, []*memory.Buffer{nil, memory.NewBufferBytes(c.bits)}, nil, 0, 0)
+	c.bits, c.n = make([]byte, 0, len(c.bits)), 0
+	return makeArray(d)
+}
+
+func (c *boolCol) reserve(float64) {}
+
+func (c *boolCol) discard() { c.bits, c.n = c.bits[:0], 0 }
+
+// mapCol builds a map<string, string> column of no null maps and no null
+// items: an attribute map.
+type mapCol struct {
+	offsets     []int32 // entry offsets, one more than rows
+	keys, items strCol
+	lastN       int
+}
+
+func newMapCol() *mapCol {
+	return &mapCol{offsets: []int32{0}, keys: *newStrCol(), items: *newStrCol()}
+}
+
+// add appends one entry to the row being built.
+func (c *mapCol) add(key, item []byte) {
+	c.keys.append(key)
+	c.items.append(item)
+}
+
+// end closes the row whose entries were added.
+func (c *mapCol) end() { c.offsets = append(c.offsets, int32(c.keys.rows())) }
+
+// packedMap is an attribute map laid out as its column's children lay it
+// out, so that repeating it for every row of a resource or scope costs two
+// copies and an offset loop per child instead of an append per entry.
+type packedMap struct {
+	keys, items       []byte
+	keyEnds, itemEnds []int32 // relative to keys and items
+}
+
+func (p *packedMap) reset() {
+	p.keys, p.items, p.keyEnds, p.itemEnds = p.keys[:0], p.items[:0], p.keyEnds[:0], p.itemEnds[:0]
+}
+
+func (p *packedMap) add(key, item []byte) {
+	p.keys = append(p.keys, key...)
+	p.keyEnds = append(p.keyEnds, int32(len(p.keys)))
+	p.items = append(p.items, item...)
+	p.itemEnds = append(p.itemEnds, int32(len(p.items)))
+}
+
+// appendPacked appends one row holding p.
+func (c *mapCol) appendPacked(p *packedMap) {
+	c.keys.appendPacked(p.keys, p.keyEnds)
+	c.items.appendPacked(p.items, p.itemEnds)
+	c.end()
+}
+
+func (c *mapCol) newArray(dt arrow.DataType) arrow.Array {
+	mt := dt.(*arrow.MapType)
+	entries := c.keys.rows()
+	keys := c.keys.arrayData(mt.KeyType())
+	defer keys.Release()
+	items := c.items.arrayData(mt.ItemType())
+	defer items.Release()
+	st := array.NewData(mt.Elem(), entries, []*memory.Buffer{nil}, []arrow.ArrayData{keys, items}, 0, 0)
+	defer st.Release()
+	n := len(c.offsets) - 1
+	d := array.NewData(dt, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets))},
+		[]arrow.ArrayData{st}, 0, 0)
+	c.lastN, c.offsets = n, []int32{0}
+	return makeArray(d)
+}
+
+func (c *mapCol) reserve(frac float64) {
+	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
+		c.offsets = append(make([]int32, 0, n), c.offsets...)
+	}
+	c.keys.reserve(frac)
+	c.items.reserve(frac)
+}
+
+func (c *mapCol) discard() {
+	c.offsets = c.offsets[:1]
+	c.keys.discard()
+	c.items.discard()
+}
+
+// builderCol is a column built by an arrow-go builder: the nested lists.
+type builderCol struct{ b array.Builder }
+
+func (c builderCol) newArray(arrow.DataType) arrow.Array { return c.b.NewArray() }
+func (c builderCol) reserve(float64)                     {} // table.reserve sizes the builders
+func (c builderCol) discard()                            { c.b.NewArray().Release() }
