@@ -119,8 +119,8 @@ func (t *table) measure() {
 	t.sizedRows = t.rows
 }
 
-func (t *table) col(name string) column { return t.cols[t.schema.FieldIndex(name)] }
-func (t *table) str(name string) *strCol   { return t.col(name).(*strCol) }
+func (t *table) col(name string) column  { return t.cols[t.schema.FieldIndex(name)] }
+func (t *table) str(name string) *strCol { return t.col(name).(*strCol) }
 func (t *table) i64(name string) *numCol[int64] {
 	return t.col(name).(*numCol[int64])
 }
