@@ -55,26 +55,35 @@ type renderedEntry struct {
 type span struct{ start, end int }
 
 func (r *rendered) reset(m pcommon.Map) {
-	r.buf = r.buf[:0]
-	r.entries = r.entries[:0]
+	// Locals, stored back once: storing an appended slice into r per
+	// entry pays a write barrier whenever the collector is marking.
+	buf, entries := r.buf[:0], r.entries[:0]
 	for k, v := range m.All() {
 		e := renderedEntry{typ: v.Type()}
+		e.key.start = len(buf)
+		buf = schema.AppendValidUTF8(buf, k)
+		e.key.end = len(buf)
+		if e.typ == pcommon.ValueTypeStr {
+			buf = schema.AppendValidUTF8(buf, v.Str())
+			e.text = span{e.key.end, len(buf)}
+			e.tag = span{len(buf), -1}
+			entries = append(entries, e)
+			continue
+		}
 		if e.typ == pcommon.ValueTypeInt {
 			e.num = v.Int()
 		}
-		e.key.start = len(r.buf)
-		r.buf = schema.AppendValidUTF8(r.buf, k)
-		e.key.end = len(r.buf)
-		r.buf = schema.AppendText(r.buf, v)
-		e.text = span{e.key.end, len(r.buf)}
+		buf = schema.AppendText(buf, v)
+		e.text = span{e.key.end, len(buf)}
 		var tagged bool
-		r.buf, tagged = schema.AppendTypeTag(r.buf, v)
-		e.tag = span{e.text.end, len(r.buf)}
+		buf, tagged = schema.AppendTypeTag(buf, v)
+		e.tag = span{e.text.end, len(buf)}
 		if !tagged {
 			e.tag.end = -1
 		}
-		r.entries = append(r.entries, e)
+		entries = append(entries, e)
 	}
+	r.buf, r.entries = buf, entries
 	r.dropDuplicateKeys()
 }
 
