@@ -176,6 +176,15 @@ func (c *strCol) appendPacked(data []byte, ends []int32) {
 	}
 }
 
+// value returns the bytes of row i.
+func (c *strCol) value(i int) []byte { return c.data[c.offsets[i]:c.offsets[i+1]] }
+
+// truncate drops the rows from rows on, of a column that holds no nulls.
+func (c *strCol) truncate(rows int) {
+	c.offsets = c.offsets[:rows+1]
+	c.data = c.data[:c.offsets[rows]]
+}
+
 func (c *strCol) appendNull() {
 	c.valid.add(c.rows(), false)
 	pushInt32(&c.offsets, int32(len(c.data)))

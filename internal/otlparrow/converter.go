@@ -18,7 +18,8 @@ type converter struct {
 	scope   rendered // scope attributes
 	resP    packedAttrs
 	scopeP  packedAttrs
-	rec     rendered // the record's own attributes
+	rec     rendered // the record's own attributes, when they hold duplicate keys
+	row     attrRow  // the record's own attributes, as appended
 	nested  rendered // span event, span link and exemplar attributes
 	current resourceVals
 }
@@ -122,10 +123,14 @@ func (c *converter) appendSpanID(b *array.StringBuilder, id pcommon.SpanID) {
 func appendTraceID(c *strCol, id pcommon.TraceID) { c.appendID(id[:], id.IsEmpty()) }
 func appendSpanID(c *strCol, id pcommon.SpanID)   { c.appendID(id[:], id.IsEmpty()) }
 
-// appendRecordAttrs renders a record's own attributes and appends the
-// promoted columns taken from them.
-func (c *converter) appendRecordAttrs(m pcommon.Map, httpMethod *strCol, statusCode *numCol[int64]) {
-	c.rec.reset(m)
+// appendRecordAttrs appends a record's own attributes and the promoted
+// columns taken from them.
+func (c *converter) appendRecordAttrs(m pcommon.Map, cols attrCols, httpMethod *strCol, statusCode *numCol[int64]) {
+	if c.appendAttrs(m, cols) {
+		c.row.appendText(httpMethod, schema.HTTPMethodKeys)
+		c.row.appendPromotedInt(statusCode, schema.HTTPStatusCodeKeys)
+		return
+	}
 	c.rec.appendEntryText(httpMethod, c.rec.find(schema.HTTPMethodKeys))
 	c.rec.appendPromotedInt(statusCode, schema.HTTPStatusCodeKeys)
 }

@@ -143,9 +143,8 @@ func (c *LogsConverter) appendLog(l *logCols, lr plog.LogRecord) {
 	l.level.appendValidUTF8(Level(lr.SeverityText(), lr.SeverityNumber()))
 	l.eventType.appendValidUTF8(lr.EventName())
 	appendBody(l, lr.Body())
-	c.appendRecordAttrs(lr.Attributes(), l.httpMethod, l.statusCode)
+	c.appendRecordAttrs(lr.Attributes(), l.attrs, l.httpMethod, l.statusCode)
 	c.appendResource(&l.res)
-	c.rec.appendTo(l.attrs)
 	l.dropped.append(int64(lr.DroppedAttributesCount()))
 }
 

@@ -194,8 +194,7 @@ func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetri
 	c.flags.append(int64(flags))
 	m.meta.appendTo(c.metadata)
 	c.appendResource(&c.res)
-	c.rec.reset(attrs)
-	c.rec.appendTo(c.attrs)
+	c.appendAttrs(attrs, c.attrs)
 }
 
 // nuller is a column that can take a null.

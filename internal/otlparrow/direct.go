@@ -1,0 +1,160 @@
+package otlparrow
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+// A record's own attributes are used once, so they are rendered straight
+// into their map columns instead of into a rendered arena first and copied
+// from there (the copy was a tenth of a span's conversion). Only when two
+// keys turn out equal (pdata keeps duplicates the wire carried, and UTF-8
+// repair can make keys equal) is the row taken back and rendered the
+// arena's way, which drops them.
+
+// rowEntry is what the promoted columns need of one entry of the row being
+// appended; its key and text are entry i of the text map's children.
+type rowEntry struct {
+	typ pcommon.ValueType
+	num int64 // the value of an int
+}
+
+// attrRow is the attribute row being appended to an attrCols.
+type attrRow struct {
+	cols    attrCols
+	first   int // index of the row's first entry in cols.text
+	entries []rowEntry
+	hashes  []keyHash
+}
+
+// appendAttrs appends m as one row of cols and leaves c.row describing it,
+// or, when m has duplicate keys, appends it the arena's way and returns
+// false (c.rec then describes it).
+func (c *converter) appendAttrs(m pcommon.Map, cols attrCols) bool {
+	r := &c.row
+	r.cols, r.first, r.entries = cols, cols.text.keys.rows(), r.entries[:0]
+	typesFirst := cols.types.keys.rows()
+	entries := r.entries
+	for k, v := range m.All() {
+		e := rowEntry{typ: v.Type()}
+		cols.text.keys.appendValidUTF8(k)
+		if e.typ == pcommon.ValueTypeStr {
+			cols.text.items.appendValidUTF8(v.Str())
+		} else {
+			e.num = appendTagged(cols, v)
+		}
+		entries = append(entries, e)
+	}
+	r.entries = entries
+	if r.hasDuplicateKeys() {
+		cols.text.keys.truncate(r.first)
+		cols.text.items.truncate(r.first)
+		cols.types.keys.truncate(typesFirst)
+		cols.types.items.truncate(typesFirst)
+		c.rec.reset(m)
+		c.rec.appendTo(cols)
+		return false
+	}
+	cols.text.end()
+	cols.types.end()
+	return true
+}
+
+// appendTagged appends the text and the type entry of a value that is not
+// a string, whose key was just appended, and returns it if it is an int.
+func appendTagged(cols attrCols, v pcommon.Value) int64 {
+	keys := &cols.text.keys
+	cols.types.keys.append(keys.value(keys.rows() - 1))
+	if v.Type() == pcommon.ValueTypeInt {
+		n := v.Int()
+		var buf [20]byte
+		cols.text.items.append(strconv.AppendInt(buf[:0], n, 10))
+		cols.types.items.appendString(schema.ValueTypeName(pcommon.ValueTypeInt))
+		return n
+	}
+	items := &cols.text.items
+	items.data = schema.AppendText(items.data, v)
+	items.end()
+	tags := &cols.types.items
+	tags.data, _ = schema.AppendTypeTag(tags.data, v)
+	tags.end()
+	return 0
+}
+
+func (r *attrRow) key(i int) []byte  { return r.cols.text.keys.value(r.first + i) }
+func (r *attrRow) text(i int) []byte { return r.cols.text.items.value(r.first + i) }
+
+// hasDuplicateKeys reports whether two keys of the row are equal: pairwise
+// for small rows, through sorted hashes for large ones.
+func (r *attrRow) hasDuplicateKeys() bool {
+	n := len(r.entries)
+	if n <= smallSet {
+		for j := 1; j < n; j++ {
+			for i := range j {
+				if bytes.Equal(r.key(i), r.key(j)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	r.hashes = r.hashes[:0]
+	for i := range n {
+		r.hashes = append(r.hashes, keyHash{fnv1a(r.key(i)), i})
+	}
+	slices.SortFunc(r.hashes, func(a, b keyHash) int { return cmp.Compare(a.hash, b.hash) })
+	for i := 1; i < n; i++ {
+		for j := i - 1; j >= 0 && r.hashes[j].hash == r.hashes[i].hash; j-- {
+			if bytes.Equal(r.key(r.hashes[i].i), r.key(r.hashes[j].i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// find returns the index of the entry of the first of keys present, as
+// semconv.go promises, or -1.
+func (r *attrRow) find(keys []string) int {
+	for _, k := range keys {
+		for i := range r.entries {
+			if string(r.key(i)) == k {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func (r *attrRow) appendText(c *strCol, keys []string) {
+	if i := r.find(keys); i >= 0 {
+		c.append(r.text(i))
+	} else {
+		c.appendNull()
+	}
+}
+
+// appendPromotedInt is rendered.appendPromotedInt for the row.
+func (r *attrRow) appendPromotedInt(c *numCol[int64], keys []string) {
+	i := r.find(keys)
+	switch {
+	case i < 0:
+		c.appendNull()
+	case r.entries[i].typ == pcommon.ValueTypeInt:
+		c.append(r.entries[i].num)
+	case r.entries[i].typ == pcommon.ValueTypeStr:
+		if n, ok := parseInt(r.text(i)); ok {
+			c.append(n)
+		} else {
+			c.appendNull()
+		}
+	default:
+		c.appendNull()
+	}
+}
