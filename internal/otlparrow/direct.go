@@ -91,13 +91,16 @@ func (r *attrRow) key(i int) []byte  { return r.cols.text.keys.value(r.first + i
 func (r *attrRow) text(i int) []byte { return r.cols.text.items.value(r.first + i) }
 
 // hasDuplicateKeys reports whether two keys of the row are equal: pairwise
-// for small rows, through sorted hashes for large ones.
+// for small rows (lengths first: most keys differ in length), through sorted
+// hashes for large ones.
 func (r *attrRow) hasDuplicateKeys() bool {
 	n := len(r.entries)
 	if n <= smallSet {
+		offs, data := r.cols.text.keys.offsets[r.first:r.first+n+1], r.cols.text.keys.data
 		for j := 1; j < n; j++ {
+			kj := data[offs[j]:offs[j+1]]
 			for i := range j {
-				if bytes.Equal(r.key(i), r.key(j)) {
+				if int(offs[i+1]-offs[i]) == len(kj) && string(data[offs[i]:offs[i+1]]) == string(kj) {
 					return true
 				}
 			}
@@ -122,9 +125,10 @@ func (r *attrRow) hasDuplicateKeys() bool {
 // find returns the index of the entry of the first of keys present, as
 // semconv.go promises, or -1.
 func (r *attrRow) find(keys []string) int {
+	offs, data := r.cols.text.keys.offsets[r.first:r.first+len(r.entries)+1], r.cols.text.keys.data
 	for _, k := range keys {
 		for i := range r.entries {
-			if string(r.key(i)) == k {
+			if int(offs[i+1]-offs[i]) == len(k) && string(data[offs[i]:offs[i+1]]) == k {
 				return i
 			}
 		}
