@@ -21,10 +21,11 @@ import (
 // which made them the largest cost of a conversion. The nested lists
 // (events, links, exemplars, buckets) are rare and keep arrow-go builders.
 //
-// The buffers are allocated by Go, not by the table's allocator, and are
-// never reused: a record batch may outlive the converter (the exporter holds
-// it until the sidecar acknowledges it), so each batch gets fresh slices
-// and the garbage collector frees them with the record.
+// The buffers are allocated by Go, not by the table's allocator, and come
+// back to their column when the record is released (see recycler): a
+// record batch may outlive the Convert call (the exporter holds it until
+// the sidecar acknowledges it), so a column never writes to a buffer it
+// handed over before the record lets go of it.
 
 // column is one top-level column of a batch being built.
 type column interface {
@@ -84,6 +85,8 @@ type strCol struct {
 	valid   validity
 	lastN   int // rows of the last batch
 	lastLen int // data bytes of the last batch
+	offR    recycler[int32]
+	dataR   recycler[byte]
 }
 
 func newStrCol() *strCol { return &strCol{offsets: []int32{0}} }
@@ -195,11 +198,11 @@ func (c *strCol) arrayData(dt arrow.DataType) arrow.ArrayData {
 		panic(fmt.Sprintf("otlparrow: string column of %d bytes, over Arrow's 2 GiB", len(c.data)))
 	}
 	n := c.rows()
-	d := array.NewData(dt, n, []*memory.Buffer{
+	d := newData(dt, n, []*memory.Buffer{
 		c.valid.buffer(),
-		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets)),
-		memory.NewBufferBytes(c.data),
-	}, nil, c.valid.nulls, 0)
+		c.offR.buffer(c.offsets),
+		c.dataR.buffer(c.data),
+	}, nil, c.valid.nulls)
 	c.lastN, c.lastLen = n, len(c.data)
 	c.offsets, c.data = []int32{0}, nil
 	c.valid.reset()
@@ -210,16 +213,28 @@ func (c *strCol) newArray(dt arrow.DataType) arrow.Array { return makeArray(c.ar
 
 func (c *strCol) reserve(frac float64) {
 	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
-		c.offsets = append(make([]int32, 0, n), c.offsets...)
+		c.offsets = append(c.offR.get(n), c.offsets...)
 	}
 	if n := sizeFor(c.lastLen, frac); cap(c.data) < n {
-		c.data = append(make([]byte, 0, n), c.data...)
+		c.data = append(c.dataR.get(n), c.data...)
 	}
 }
 
 func (c *strCol) discard() {
 	c.offsets, c.data = c.offsets[:1], c.data[:0]
 	c.valid.reset()
+}
+
+// newData is array.NewData that hands it the buffers: NewData retains
+// them, and the recycled ones count references.
+func newData(dt arrow.DataType, n int, bufs []*memory.Buffer, children []arrow.ArrayData, nulls int) *array.Data {
+	d := array.NewData(dt, n, bufs, children, nulls, 0)
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return d
 }
 
 // makeArray makes the array of d and drops d's own reference.
@@ -233,6 +248,7 @@ type numCol[T int64 | float64] struct {
 	vals  []T
 	valid validity
 	lastN int
+	valsR recycler[T]
 }
 
 func (c *numCol[T]) append(v T) {
@@ -253,14 +269,7 @@ func (c *numCol[T]) appendNull() {
 }
 
 func (c *numCol[T]) newArray(dt arrow.DataType) arrow.Array {
-	var b []byte
-	switch v := any(c.vals).(type) {
-	case []int64:
-		b = arrow.Int64Traits.CastToBytes(v)
-	case []float64:
-		b = arrow.Float64Traits.CastToBytes(v)
-	}
-	d := array.NewData(dt, len(c.vals), []*memory.Buffer{c.valid.buffer(), memory.NewBufferBytes(b)}, nil, c.valid.nulls, 0)
+	d := newData(dt, len(c.vals), []*memory.Buffer{c.valid.buffer(), c.valsR.buffer(c.vals)}, nil, c.valid.nulls)
 	c.lastN, c.vals = len(c.vals), nil
 	c.valid.reset()
 	return makeArray(d)
@@ -268,7 +277,7 @@ func (c *numCol[T]) newArray(dt arrow.DataType) arrow.Array {
 
 func (c *numCol[T]) reserve(frac float64) {
 	if n := sizeFor(c.lastN, frac); cap(c.vals) < n {
-		c.vals = append(make([]T, 0, n), c.vals...)
+		c.vals = append(c.valsR.get(n), c.vals...)
 	}
 }
 
@@ -309,6 +318,7 @@ type mapCol struct {
 	offsets     []int32 // entry offsets, one more than rows
 	keys, items strCol
 	lastN       int
+	offR        recycler[int32]
 }
 
 func newMapCol() *mapCol {
@@ -360,15 +370,15 @@ func (c *mapCol) newArray(dt arrow.DataType) arrow.Array {
 	st := array.NewData(mt.Elem(), entries, []*memory.Buffer{nil}, []arrow.ArrayData{keys, items}, 0, 0)
 	defer st.Release()
 	n := len(c.offsets) - 1
-	d := array.NewData(dt, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets))},
-		[]arrow.ArrayData{st}, 0, 0)
+	d := newData(dt, n, []*memory.Buffer{nil, c.offR.buffer(c.offsets)},
+		[]arrow.ArrayData{st}, 0)
 	c.lastN, c.offsets = n, []int32{0}
 	return makeArray(d)
 }
 
 func (c *mapCol) reserve(frac float64) {
 	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
-		c.offsets = append(make([]int32, 0, n), c.offsets...)
+		c.offsets = append(c.offR.get(n), c.offsets...)
 	}
 	c.keys.reserve(frac)
 	c.items.reserve(frac)
