@@ -2,6 +2,7 @@ package otlparrow_test
 
 import (
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -140,4 +141,68 @@ func convertOne[T interface {
 	require.NoError(t, err)
 	require.NotNil(t, out)
 	return out
+}
+
+// A reused converter whose records are released reuses their buffers: a
+// conversion allocates a small fraction of the bytes its batches hold
+// (arrow-go's array and data objects), not a new set of column buffers.
+func TestReleasedBuffersAreReused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the bytes of 20 conversions per signal")
+	}
+	for _, tt := range []struct {
+		name    string
+		convert func() func(otlparrow.Emit) error
+	}{
+		{"traces", func() func(otlparrow.Emit) error {
+			c, td := otlparrow.NewTracesConverter(memory.DefaultAllocator, 1000), otlparrowtest.RealisticTraces(1000)
+			return func(emit otlparrow.Emit) error { return c.Convert(td, emit) }
+		}},
+		{"logs", func() func(otlparrow.Emit) error {
+			c, ld := otlparrow.NewLogsConverter(memory.DefaultAllocator, 1000), otlparrowtest.RealisticLogs(1000)
+			return func(emit otlparrow.Emit) error { return c.Convert(ld, emit) }
+		}},
+		{"metrics", func() func(otlparrow.Emit) error {
+			c, md := otlparrow.NewMetricsConverter(memory.DefaultAllocator, 1000), otlparrowtest.RealisticMetrics(1000)
+			return func(emit otlparrow.Emit) error { return c.Convert(md, emit) }
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			convert, held := tt.convert(), 0
+			once := func() {
+				require.NoError(t, convert(func(_ *schema.Table, rec arrow.RecordBatch) error {
+					held = 0
+					for _, col := range rec.Columns() {
+						held += bufferBytes(col.Data())
+					}
+					rec.Release()
+					return nil
+				}))
+			}
+			once() // sizes the columns
+			once() // fills the recyclers
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 20 {
+				once()
+			}
+			runtime.ReadMemStats(&after)
+			perBatch := float64(after.TotalAlloc-before.TotalAlloc) / 20
+			t.Logf("%.0f bytes allocated per batch holding %d bytes of buffers", perBatch, held)
+			assert.Less(t, perBatch, float64(held)/4, "column buffers are allocated anew")
+		})
+	}
+}
+
+func bufferBytes(d arrow.ArrayData) int {
+	n := 0
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += b.Len()
+		}
+	}
+	for _, c := range d.Children() {
+		n += bufferBytes(c)
+	}
+	return n
 }
