@@ -53,6 +53,13 @@ func (t *table) newColumn(mem memory.Allocator, dt arrow.DataType) column {
 		return &boolCol{}
 	case arrow.MAP:
 		return newMapCol()
+	case arrow.LIST:
+		switch dt.(*arrow.ListType).Elem().ID() {
+		case arrow.INT64:
+			return newListCol[int64]()
+		case arrow.FLOAT64:
+			return newListCol[float64]()
+		}
 	}
 	b := array.NewBuilder(mem, dt)
 	t.sizes = appendSizes(t.sizes, b)
@@ -127,8 +134,12 @@ func (t *table) i64(name string) *numCol[int64] {
 func (t *table) f64(name string) *numCol[float64] {
 	return t.col(name).(*numCol[float64])
 }
-func (t *table) ts(name string) *numCol[int64] { return t.i64(name) }
-func (t *table) boolean(name string) *boolCol  { return t.col(name).(*boolCol) }
+func (t *table) ts(name string) *numCol[int64]       { return t.i64(name) }
+func (t *table) boolean(name string) *boolCol        { return t.col(name).(*boolCol) }
+func (t *table) i64List(name string) *listCol[int64] { return t.col(name).(*listCol[int64]) }
+func (t *table) f64List(name string) *listCol[float64] {
+	return t.col(name).(*listCol[float64])
+}
 func (t *table) list(name string) *array.ListBuilder {
 	return t.col(name).(builderCol).b.(*array.ListBuilder)
 }

@@ -268,12 +268,14 @@ func (c *numCol[T]) appendNull() {
 	c.vals = append(c.vals, 0)
 }
 
-func (c *numCol[T]) newArray(dt arrow.DataType) arrow.Array {
+func (c *numCol[T]) arrayData(dt arrow.DataType) *array.Data {
 	d := newData(dt, len(c.vals), []*memory.Buffer{c.valid.buffer(), c.valsR.buffer(c.vals)}, nil, c.valid.nulls)
 	c.lastN, c.vals = len(c.vals), nil
 	c.valid.reset()
-	return makeArray(d)
+	return d
 }
+
+func (c *numCol[T]) newArray(dt arrow.DataType) arrow.Array { return makeArray(c.arrayData(dt)) }
 
 func (c *numCol[T]) reserve(frac float64) {
 	if n := sizeFor(c.lastN, frac); cap(c.vals) < n {
@@ -388,6 +390,41 @@ func (c *mapCol) discard() {
 	c.offsets = c.offsets[:1]
 	c.keys.discard()
 	c.items.discard()
+}
+
+// listCol builds a list<int64> or list<float64> column of no null lists
+// and no null elements: bucket counts, bounds and quantiles.
+type listCol[T int64 | float64] struct {
+	offsets []int32 // element offsets, one more than rows
+	elems   numCol[T]
+	lastN   int
+	offR    recycler[int32]
+}
+
+func newListCol[T int64 | float64]() *listCol[T] { return &listCol[T]{offsets: []int32{0}} }
+
+// end closes the row whose elements were appended to c.elems.
+func (c *listCol[T]) end() { pushInt32(&c.offsets, int32(len(c.elems.vals))) }
+
+func (c *listCol[T]) newArray(dt arrow.DataType) arrow.Array {
+	elems := c.elems.arrayData(dt.(*arrow.ListType).Elem())
+	defer elems.Release()
+	n := len(c.offsets) - 1
+	d := newData(dt, n, []*memory.Buffer{nil, c.offR.buffer(c.offsets)}, []arrow.ArrayData{elems}, 0)
+	c.lastN, c.offsets = n, []int32{0}
+	return makeArray(d)
+}
+
+func (c *listCol[T]) reserve(frac float64) {
+	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
+		c.offsets = append(c.offR.get(n), c.offsets...)
+	}
+	c.elems.reserve(frac)
+}
+
+func (c *listCol[T]) discard() {
+	c.offsets = c.offsets[:1]
+	c.elems.discard()
 }
 
 // builderCol is a column built by an arrow-go builder: the nested lists.

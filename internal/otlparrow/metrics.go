@@ -33,8 +33,8 @@ type MetricsConverter struct {
 	value, sum, min, max, zeroThreshold      *numCol[float64]
 	valueInt, count, scale, zeroCount, flags *numCol[int64]
 	posOffset, negOffset                     *numCol[int64]
-	buckets, bounds, posBuckets, negBuckets  *array.ListBuilder
-	qLevels, qValues                         *array.ListBuilder
+	buckets, posBuckets, negBuckets          *listCol[int64]
+	bounds, qLevels, qValues                 *listCol[float64]
 	exemplars                                *array.ListBuilder
 	ex                                       *array.StructBuilder
 	exTime                                   *array.TimestampBuilder
@@ -87,11 +87,11 @@ func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter 
 	c.mtype, c.temporality, c.monotonic = t.str("metric_type"), t.str("temporality"), t.boolean("is_monotonic")
 	c.value, c.valueInt, c.count = t.f64("value"), t.i64("value_int"), t.i64("count")
 	c.sum, c.min, c.max = t.f64("sum"), t.f64("min"), t.f64("max")
-	c.buckets, c.bounds = t.list("bucket_counts"), t.list("explicit_bounds")
+	c.buckets, c.bounds = t.i64List("bucket_counts"), t.f64List("explicit_bounds")
 	c.scale, c.zeroCount, c.zeroThreshold = t.i64("scale"), t.i64("zero_count"), t.f64("zero_threshold")
-	c.posOffset, c.posBuckets = t.i64("positive_offset"), t.list("positive_bucket_counts")
-	c.negOffset, c.negBuckets = t.i64("negative_offset"), t.list("negative_bucket_counts")
-	c.qLevels, c.qValues = t.list("quantile_levels"), t.list("quantile_values")
+	c.posOffset, c.posBuckets = t.i64("positive_offset"), t.i64List("positive_bucket_counts")
+	c.negOffset, c.negBuckets = t.i64("negative_offset"), t.i64List("negative_bucket_counts")
+	c.qLevels, c.qValues = t.f64List("quantile_levels"), t.f64List("quantile_values")
 	c.flags = t.i64("flags")
 	c.exemplars = t.list("exemplars")
 	f := newStructFields(c.exemplars)
@@ -207,10 +207,10 @@ func nulls(cs ...nuller) {
 	}
 }
 
-// empty appends an empty list to each list builder.
-func empty(ls ...*array.ListBuilder) {
+// empty appends an empty list to each list column.
+func empty(ls ...interface{ end() }) {
 	for _, l := range ls {
-		l.Append(true)
+		l.end()
 	}
 }
 
@@ -264,30 +264,27 @@ func (c *MetricsConverter) summaryPoint(dp pmetric.SummaryDataPoint) {
 	c.sum.append(dp.Sum())
 	nulls(c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
 	empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets)
-	c.qLevels.Append(true)
-	c.qValues.Append(true)
-	lv, vv := c.qLevels.ValueBuilder().(*array.Float64Builder), c.qValues.ValueBuilder().(*array.Float64Builder)
 	for _, q := range dp.QuantileValues().All() {
-		lv.Append(q.Quantile())
-		vv.Append(q.Value())
+		c.qLevels.elems.append(q.Quantile())
+		c.qValues.elems.append(q.Value())
 	}
+	c.qLevels.end()
+	c.qValues.end()
 	c.exemplars.Append(true) // summaries have no exemplars
 }
 
-func appendUints(l *array.ListBuilder, s pcommon.UInt64Slice) {
-	l.Append(true)
-	vb := l.ValueBuilder().(*array.Int64Builder)
+func appendUints(l *listCol[int64], s pcommon.UInt64Slice) {
 	for _, v := range s.All() {
-		vb.Append(int64(v))
+		l.elems.append(int64(v))
 	}
+	l.end()
 }
 
-func appendFloats(l *array.ListBuilder, s pcommon.Float64Slice) {
-	l.Append(true)
-	vb := l.ValueBuilder().(*array.Float64Builder)
+func appendFloats(l *listCol[float64], s pcommon.Float64Slice) {
 	for _, v := range s.All() {
-		vb.Append(v)
+		l.elems.append(v)
 	}
+	l.end()
 }
 
 func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
