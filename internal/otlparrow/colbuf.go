@@ -252,20 +252,25 @@ type numCol[T int64 | float64] struct {
 }
 
 func (c *numCol[T]) append(v T) {
-	n := len(c.vals)
 	if c.valid.bits != nil {
-		c.valid.add(n, true)
+		c.valid.add(len(c.vals), true)
 	}
+	c.push(v)
+}
+
+func (c *numCol[T]) appendNull() {
+	c.valid.add(len(c.vals), false)
+	c.push(0)
+}
+
+// push is c.vals = append(c.vals, v) without the write barrier (see room).
+func (c *numCol[T]) push(v T) {
+	n := len(c.vals)
 	if n == cap(c.vals) {
 		c.vals = slices.Grow(c.vals, 1)
 	}
 	c.vals = c.vals[:n+1]
 	c.vals[n] = v
-}
-
-func (c *numCol[T]) appendNull() {
-	c.valid.add(len(c.vals), false)
-	c.vals = append(c.vals, 0)
 }
 
 func (c *numCol[T]) arrayData(dt arrow.DataType) *array.Data {
