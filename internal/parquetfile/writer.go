@@ -515,18 +515,19 @@ func (w *Writer) flushRowGroup() error {
 	}
 	chunks := make([]arrow.Array, len(w.pending))
 	for c, f := range w.fields {
-		typ := w.schema.Field(c).Type
+		typ, parts := w.schema.Field(c).Type, chunks
 		if d := w.dict[c]; d != nil && !d.off {
-			typ = d.chunks(chunks)
+			typ, parts = dictType, chunks[:1]
+			parts[0] = d.array()
 		} else {
 			for i, r := range w.pending {
-				chunks[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
+				parts[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
 			}
 		}
-		col := arrow.NewChunked(typ, chunks)
-		for i, a := range chunks {
+		col := arrow.NewChunked(typ, parts)
+		for i, a := range parts {
 			a.Release()
-			chunks[i] = nil
+			parts[i] = nil
 		}
 		err := w.fw.WriteColumnChunked(col, 0, w.rows)
 		col.Release()
