@@ -308,7 +308,8 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	if rowGroup <= 0 {
 		rowGroup = parquetfile.DefaultRowGroupRows
 	}
-	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup)}
+	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
+		parquet.DataPageVersion(parquetfile.DataPageVersion)}
 	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
 	var filters []parquet.BloomFilterColumn // one option: each replaces the last
 	for _, col := range bloomColumns(table) {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,4 +93,74 @@ func readAll(t *testing.T, data []byte) (*parquet.Schema, []parquet.Row) {
 		require.NoError(t, rows.Close())
 	}
 	return f.Schema(), out
+}
+
+// The writer's file format choices (docs/SCHEMA.md, "File format"): data
+// pages v1, whose levels are compressed with the values, and statistics on
+// the top-level columns only, none on the leaf columns of maps and lists.
+// Version 2 pages with statistics everywhere doubled the OTLP files and
+// spent 10-25 % of their encoding CPU on statistics no engine uses.
+func TestPageVersionAndStatistics(t *testing.T) {
+	for _, tt := range benchTables() {
+		t.Run(tt.name, func(t *testing.T) {
+			recs := tt.batches(t, 2000)
+			defer func() {
+				for _, r := range recs {
+					r.Release()
+				}
+			}()
+			var buf bytes.Buffer
+			w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 2000})
+			require.NoError(t, err)
+			for _, rec := range recs {
+				require.NoError(t, w.Write(rec, nil))
+			}
+			require.NoError(t, w.Close())
+			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			require.NoError(t, err)
+			nested := 0
+			for _, rg := range f.Metadata().RowGroups {
+				for _, cc := range rg.Columns {
+					md := cc.MetaData
+					path := strings.Join(md.PathInSchema, ".")
+					leaf, ok := f.Schema().Lookup(md.PathInSchema...)
+					require.True(t, ok, path)
+					if leaf.MaxRepetitionLevel > 0 {
+						nested++
+						assert.Empty(t, md.Statistics.MinValue, "%s (in a map or list) has statistics", path)
+						assert.Empty(t, md.Statistics.MaxValue, "%s (in a map or list) has statistics", path)
+					}
+				}
+				time := rg.Columns[leafIndex(t, f.Schema(), "time")].MetaData.Statistics
+				assert.NotEmpty(t, time.MinValue, "time has no statistics")
+				assert.NotEmpty(t, time.MaxValue, "time has no statistics")
+			}
+			if strings.HasPrefix(tt.name, "otlp_") {
+				assert.NotZero(t, nested, "the OTLP tables have maps")
+			}
+			// The page headers themselves (arrow-go's footer lists every
+			// data page as version 1 whatever it wrote).
+			r, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+			require.NoError(t, err)
+			defer r.Close()
+			for g := range r.NumRowGroups() {
+				rg := r.RowGroup(g)
+				for c := range rg.NumColumns() {
+					pages, err := rg.GetColumnPageReader(c)
+					require.NoError(t, err)
+					for pages.Next() {
+						assert.NotEqual(t, file.PageTypeDataPageV2, pages.Page().Type(), "column %d has a version 2 page", c)
+					}
+					require.NoError(t, pages.Err())
+					require.NoError(t, pages.Close())
+				}
+			}
+		})
+	}
+}
+
+func leafIndex(t *testing.T, s *parquet.Schema, name string) int {
+	leaf, ok := s.Lookup(name)
+	require.True(t, ok, name)
+	return leaf.ColumnIndex
 }

@@ -15,7 +15,11 @@ import (
 // the row group, it writes the dictionary page once and the indices as
 // they are. One Go map lookup per value does the hashing here, without
 // allocating: the map's keys point into the Arrow buffers, which the writer
-// keeps until the row group is written.
+// keeps until the row group is written. The indices of all the row group's
+// runs go into one array: pqarrow compares each chunk's dictionary with the
+// one it took first and recomputes the chunk's referenced values for the
+// statistics (a hash of every index through arrow's compute engine), so one
+// chunk per row group instead of one per record saves that per record.
 type dictColumn struct {
 	name string
 	// off: the first row group had mostly distinct values, so the column
@@ -24,7 +28,7 @@ type dictColumn struct {
 
 	index   map[string]int32
 	values  *array.StringBuilder
-	indices []*array.Int32Builder // one per pending run
+	indices *array.Int32Builder // of every pending run, in order
 	dict    *array.String
 	rows    int
 }
@@ -41,11 +45,17 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 		d.index = make(map[string]int32, 256)
 		d.values = array.NewStringBuilder(memory.DefaultAllocator)
 	}
+	if d.indices == nil {
+		d.indices = array.NewInt32Builder(memory.DefaultAllocator)
+	}
+	b := d.indices
+	total := 0
+	for _, r := range runs {
+		total += int(r.end - r.start)
+	}
+	b.Reserve(total)
 	for _, r := range runs {
 		col := r.rec.Column(field).(*array.String)
-		b := array.NewInt32Builder(memory.DefaultAllocator)
-		d.indices = append(d.indices, b)
-		b.Reserve(int(r.end - r.start))
 		offsets, data := col.ValueOffsets(), col.ValueBytes()
 		base := offsets[0]
 		for i := r.start; i < r.end; i++ {
@@ -84,15 +94,11 @@ func dictLimit(rows int64) int {
 	return int(rows / 8)
 }
 
-// chunks fills out with the dictionary arrays of the pending runs, all
-// sharing one dictionary, and returns their type.
-func (d *dictColumn) chunks(out []arrow.Array) arrow.DataType {
-	for i, b := range d.indices {
-		idx := b.NewInt32Array()
-		out[i] = array.NewDictionaryArray(dictType, idx, d.dict)
-		idx.Release()
-	}
-	return dictType
+// array returns the dictionary array of the pending runs' values.
+func (d *dictColumn) array() arrow.Array {
+	idx := d.indices.NewInt32Array()
+	defer idx.Release()
+	return array.NewDictionaryArray(dictType, idx, d.dict)
 }
 
 func (d *dictColumn) reset() {
@@ -100,10 +106,10 @@ func (d *dictColumn) reset() {
 		d.values.Release()
 		d.values = array.NewStringBuilder(memory.DefaultAllocator)
 	}
-	for _, b := range d.indices {
-		b.Release()
+	if d.indices != nil {
+		d.indices.Release()
+		d.indices = nil
 	}
-	d.indices = d.indices[:0]
 	if d.dict != nil {
 		d.dict.Release()
 		d.dict = nil

@@ -65,3 +65,18 @@ func WritePqarrow(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Sche
 	}
 	return fw.Close()
 }
+
+// NewWriterWith starts a writer whose arrow-go properties end with extra,
+// which override the writer's own: for BenchmarkEncode's variants.
+func NewWriterWith(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema, opts Options, extra ...pq.WriterProperty) (*Writer, error) {
+	w, err := NewWriter(out, schema, arrowSchema, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.props = append(w.props, extra...)
+	return w, nil
+}
+
+// SetNestedStatistics turns statistics of map and list leaf columns on or
+// off, for BenchmarkEncode's variant.
+func SetNestedStatistics(on bool) { nestedStatistics = on }

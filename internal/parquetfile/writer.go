@@ -64,6 +64,29 @@ var stringEncoding = pq.Encodings.Plain
 // time; its work and allocations are per such batch (its default is 1024).
 const writeBatchValues = 16 * 1024
 
+// DataPageVersion is the version of the data pages of every file, the
+// flushed ones and the compacted ones: 1. A version 1 page compresses its
+// repetition and definition levels with its values; version 2 stores them
+// uncompressed, and on the OTLP tables, whose maps and lists give every
+// value levels, they were half the file (BenchmarkEncode's page-v2 case:
+// otlp_traces 13.2 against 6.4 bytes per row at 10 000 rows). The flat
+// Arc tables have almost no levels: the version makes no difference there.
+// Every engine reads version 1 (it is the default of most writers).
+const DataPageVersion = 1
+
+var arrowPageVersion = map[int]pq.DataPageVersion{1: pq.DataPageV1, 2: pq.DataPageV2}
+
+// nestedStatistics: whether the leaf columns of maps and lists (attribute
+// keys and values, event and link fields) get min/max statistics and a
+// column index. No engine prunes with them (a filter on attributes['k'] is
+// a function of the whole map, not a range of its key or value column),
+// and computing them is 10-20 % of the encoding CPU of the OTLP tables,
+// whose values are mostly in maps (BenchmarkEncode's nested-stats case).
+// Top-level columns keep them: time ranges, names and codes prune. (With
+// version 2 pages arrow-go takes a page's null count from its statistics:
+// without them it would write 0, which readers such as parquet-go reject.)
+var nestedStatistics = false
+
 // zstdLevel is the zstd level of every file: level 1, the fastest.
 // BenchmarkEncode's zstd-level cases show what higher levels buy.
 var zstdLevel = 1
@@ -145,7 +168,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 		pq.WithCompression(codec),
 		pq.WithCompressionLevel(zstdLevel),
 		pq.WithMaxRowGroupLength(w.maxRows),
-		pq.WithDataPageVersion(pq.DataPageV2),
+		pq.WithDataPageVersion(arrowPageVersion[DataPageVersion]),
 		pq.WithStats(true),
 		pq.WithPageIndexEnabled(true),
 		pq.WithDictionaryDefault(false),
@@ -193,12 +216,16 @@ func metadataOf(m map[string]string) *arrow.Metadata {
 // and delta tags of the row types, the measurement tables' dictionary) into
 // pqarrow properties: dictionary only where the schema asks for it (and
 // the values repeat, see dictColumn), the delta encoding where it names it,
-// stringEncoding for the other strings.
+// stringEncoding for the other strings. Columns inside maps and lists get
+// no statistics (see nestedStatistics).
 func columnEncodings(schema *parquet.Schema) []pq.WriterProperty {
 	var props []pq.WriterProperty
 	for _, path := range schema.Columns() {
 		leaf, _ := schema.Lookup(path...)
 		name := strings.Join(path, ".")
+		if leaf.MaxRepetitionLevel > 0 && !nestedStatistics {
+			props = append(props, pq.WithStatsFor(name, false))
+		}
 		enc := leaf.Node.Encoding()
 		switch {
 		case isDictionary(enc):
@@ -488,18 +515,19 @@ func (w *Writer) flushRowGroup() error {
 	}
 	chunks := make([]arrow.Array, len(w.pending))
 	for c, f := range w.fields {
-		typ := w.schema.Field(c).Type
+		typ, parts := w.schema.Field(c).Type, chunks
 		if d := w.dict[c]; d != nil && !d.off {
-			typ = d.chunks(chunks)
+			typ, parts = dictType, chunks[:1]
+			parts[0] = d.array()
 		} else {
 			for i, r := range w.pending {
-				chunks[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
+				parts[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
 			}
 		}
-		col := arrow.NewChunked(typ, chunks)
-		for i, a := range chunks {
+		col := arrow.NewChunked(typ, parts)
+		for i, a := range parts {
 			a.Release()
-			chunks[i] = nil
+			parts[i] = nil
 		}
 		err := w.fw.WriteColumnChunked(col, 0, w.rows)
 		col.Release()
