@@ -229,8 +229,19 @@ func checkError(err error) error {
 }
 
 func ipcStream(rec arrow.RecordBatch) ([]byte, error) {
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	// Sized for the record's buffers (each padded to 8 bytes) and the
+	// schema and message headers, so the stream is written once instead of
+	// regrown and copied a dozen times.
+	size := 1024 + 256*int(rec.NumCols())
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				size += b.Len() + 8
+			}
+		}
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	w := ipc.NewWriter(buf, ipc.WithSchema(rec.Schema()))
 	if err := w.Write(rec); err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
