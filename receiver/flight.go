@@ -161,6 +161,11 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 	}
 	id := storage.NewBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
 	batch := []storage.Batch{{ID: id, Database: database, Table: t, IPC: payload, Rec: rec}}
+	if s.Store.LegacyBatchIDs() {
+		// Shortly after an upgrade: the batch may be a retry of one an
+		// earlier version stored under its SHA-256 ID.
+		batch[0].LegacyID = storage.LegacyBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
+	}
 	if err := s.Store.CheckFits(batch); err != nil {
 		// Permanent: the exporter must not retry it for ever (it drops it
 		// and says why; a smaller batch_size fits).

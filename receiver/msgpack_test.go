@@ -86,14 +86,14 @@ func (f *msgpackFixture) post(t *testing.T, body []byte, header map[string]strin
 	return resp.StatusCode, msg.Error
 }
 
-func payload(t *testing.T, v any) []byte {
+func payload(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := msgpack.Marshal(v)
 	require.NoError(t, err)
 	return b
 }
 
-func gzipped(t *testing.T, b []byte) []byte {
+func gzipped(t testing.TB, b []byte) []byte {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	_, err := zw.Write(b)

@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/zeebo/xxh3"
 	"golang.org/x/crypto/blake2b"
 )
 
-// BenchmarkBatchID compares the batch identity (SHA-256, NewBatchID) with
-// the alternatives considered in docs/PERFORMANCE.md, on bodies the size of
+// BenchmarkBatchID compares the batch identity (XXH3-128, NewBatchID) with
+// SHA-256 (LegacyBatchID, earlier versions' identity) and the other
+// alternatives considered in docs/PERFORMANCE.md, on bodies the size of
 // record batches (1000-row batches run from tens of KiB to about 1 MiB).
 func BenchmarkBatchID(b *testing.B) {
 	for _, size := range []int{16 << 10, 256 << 10, 1 << 20} {
@@ -23,7 +23,8 @@ func BenchmarkBatchID(b *testing.B) {
 			name string
 			fn   func() [32]byte
 		}{
-			{"sha256", func() [32]byte { return NewBatchID("default", "traces", header, body) }},
+			{"NewBatchID-xxh3-128", func() [32]byte { return NewBatchID("default", "traces", header, body) }},
+			{"LegacyBatchID-sha256", func() [32]byte { return LegacyBatchID("default", "traces", header, body) }},
 			{"sha256-oneshot", func() [32]byte { return sha256.Sum256(body) }},
 			{"blake2b-256", func() [32]byte {
 				d, _ := blake2b.New256(nil)
@@ -32,16 +33,6 @@ func BenchmarkBatchID(b *testing.B) {
 				d.Write(body)
 				var id [32]byte
 				d.Sum(id[:0])
-				return id
-			}},
-			{"xxh3-128", func() [32]byte {
-				d := xxh3.New()
-				_, _ = d.Write([]byte("default\x00traces\x00"))
-				_, _ = d.Write(header)
-				_, _ = d.Write(body)
-				var id [32]byte
-				s := d.Sum128().Bytes()
-				copy(id[:], s[:])
 				return id
 			}},
 		} {

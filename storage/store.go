@@ -423,6 +423,11 @@ type Batch struct {
 	Table    *Table
 	IPC      []byte
 	Rec      arrow.RecordBatch
+	// LegacyID is the ID an earlier version gave the batch
+	// (LegacyBatchID), set while Store.LegacyBatchIDs reports such IDs:
+	// the batch is also a copy when that ID was stored. It is not
+	// remembered.
+	LegacyID BatchID
 	// Deduplicated is set by AppendAll when the batch was acknowledged
 	// without a second copy: it was byte-identical to one already stored.
 	Deduplicated bool
@@ -462,7 +467,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	reqs := make([]*appendReq, 0, len(batches))
 	for i := range batches {
 		b := &batches[i]
-		if b.ID != NoDedup && s.dedup.has(b.ID) {
+		if s.dedup.stored(b) {
 			b.Deduplicated = true
 			s.deduplicated(b.Database, b.Table, b.Rec)
 			continue
@@ -541,7 +546,7 @@ func (s *Store) commitGroup() {
 		var n uint32
 		ends := s.ends[:0]
 		for _, r := range head.batches() {
-			if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.has(r.id)); r.dup {
+			if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.stored(r.batch)); r.dup {
 				s.deduplicated(r.database, r.table, r.rec)
 				continue
 			}

@@ -369,3 +369,70 @@ func TestAppendAllSaysWhichBatchesWereCopies(t *testing.T) {
 	require.NoError(t, s.AppendAll(context.Background(), again))
 	assert.True(t, again[0].Deduplicated, "the retry is acknowledged, not stored")
 }
+
+// TestBatchStoredBeforeTheUpgradeIsKnown: a batch an earlier version
+// stored under its SHA-256 ID (LegacyBatchID), in the WAL or the batch ID
+// file, is still recognised when the exporter retries it after an upgrade,
+// through Batch.LegacyID, for as long as such IDs are remembered.
+func TestBatchStoredBeforeTheUpgradeIsKnown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flush bool // the old ID only in the batch ID file, not the WAL
+	}{{"replayed from the wal", false}, {"read from the batch id file", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tbl := logsTable(t)
+			rec, payload := storagetest.LogBatch(t, "u", t0)
+			defer rec.Release()
+			legacy := LegacyBatchID("default", tbl.Name, payload)
+			s := openStore(t, dir, nil)
+			assert.False(t, s.LegacyBatchIDs())
+			require.NoError(t, s.Append(context.Background(), legacy, "default", tbl, payload, rec)) // the earlier version
+			if tc.flush {
+				require.NoError(t, s.Flush())
+			}
+			s.crash()
+
+			s = openStore(t, dir, nil)
+			require.True(t, s.LegacyBatchIDs(), "the earlier version's ID is remembered")
+			retry := []Batch{{ID: NewBatchID("default", tbl.Name, payload), LegacyID: legacy, Database: "default", Table: tbl, IPC: payload, Rec: rec}}
+			require.NoError(t, s.AppendAll(context.Background(), retry))
+			assert.True(t, retry[0].Deduplicated, "the retry after the upgrade is acknowledged, not stored")
+			require.NoError(t, s.Close())
+			assert.Equal(t, []string{"u-0"}, messages(t, dir)["date=2026-11-22/hour=9"])
+		})
+	}
+}
+
+// TestLegacyBatchIDsAreForgottenWithTheWindow: once the earlier version's
+// IDs leave the window, receivers stop computing the second ID.
+func TestLegacyBatchIDsAreForgottenWithTheWindow(t *testing.T) {
+	clock := newFakeClock()
+	d := newDedup(time.Minute, clock.now)
+	d.add(NewBatchID("default", "logs", []byte("new")))
+	assert.False(t, d.hasLegacy(), "this version's IDs are not legacy")
+	d.add(LegacyBatchID("default", "logs", []byte("old")))
+	d.add(LegacyBatchID("default", "logs", []byte("old"))) // counted once
+	assert.True(t, d.hasLegacy())
+	clock.advance(30 * time.Second)
+	d.encode()
+	assert.True(t, d.hasLegacy(), "still within the window")
+	clock.advance(time.Minute)
+	d.encode()
+	assert.False(t, d.hasLegacy(), "expired with the window")
+	d2 := newDedup(time.Minute, clock.now)
+	require.NoError(t, d2.decode(append(append([]byte(batchIDsMagic), make([]byte, 8)...), append(LegacyBatchID("d", "t", []byte("x")).bytes(), make([]byte, 8)...)...)))
+	assert.True(t, d2.hasLegacy(), "legacy IDs read from the batch ID file count")
+}
+
+func (id BatchID) bytes() []byte { return id[:] }
+
+func TestBatchIDTellsVersionsApart(t *testing.T) {
+	id := NewBatchID("default", "logs", []byte("a"), []byte("b"))
+	assert.False(t, id.legacy())
+	assert.Equal(t, id, NewBatchID("default", "logs", []byte("ab")), "the parts are hashed as one stream")
+	assert.NotEqual(t, id, NewBatchID("default", "logs", []byte("ac")))
+	assert.NotEqual(t, id, NewBatchID("default", "logsa", []byte("b")), "names are delimited")
+	assert.True(t, LegacyBatchID("default", "logs", []byte("ab")).legacy())
+	assert.False(t, NoDedup.legacy())
+}

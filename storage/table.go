@@ -181,6 +181,17 @@ func checkArray(name string, nullable bool, arr arrow.Array) error {
 	}
 	switch a := arr.(type) {
 	case *array.String:
+		// One pass over the bytes; per value only to name a bad row.
+		if a.Len() == 0 {
+			break // it may have no offsets at all
+		}
+		var values []byte
+		if buf := a.Data().Buffers()[2]; buf != nil {
+			values = buf.Bytes()
+		}
+		if schema.ValidStrings(values, a.ValueOffsets()) {
+			break
+		}
 		for i := range a.Len() {
 			if !utf8.ValidString(a.Value(i)) {
 				return fmt.Errorf("%w: column %q row %d", ErrInvalidUTF8, name, i)

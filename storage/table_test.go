@@ -57,6 +57,8 @@ func TestCheckRejectsBadBatches(t *testing.T) {
 		msg  string
 	}{
 		{"invalid UTF-8 in a string column", withColumn(t, good, "message", strings1("ok", "bad\xff")), ErrInvalidUTF8, `column "message" row 1`},
+		// Valid together, not apart: the one-pass check must see the cut.
+		{"a character cut across two rows", withColumn(t, good, "message", strings1("\xc3", "\xbc")), ErrInvalidUTF8, `column "message" row 0`},
 		{"null in a non-nullable column", withColumn(t, good, "message", nullMsg.NewArray()), ErrNullInRequired, `"message"`},
 		{"time before 1970", withColumn(t, good, "time", times(int64(t0.UnixNano()), -1)), ErrTimeRange, "row 1 has time -1 ns"},
 		{"time in seconds read as far future", withColumn(t, good, "time", times(int64(t0.UnixNano()), time.Now().Add(400*24*time.Hour).UnixNano())), ErrTimeRange, "row 1"},

@@ -6,6 +6,8 @@ import (
 	"math"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // DefaultMaxBytes is the default Budget of one request: what its decoded
@@ -138,18 +140,23 @@ func (k Kind) String() string {
 }
 
 // Column is one decoded column. Exactly one of the value slices is used,
-// per Kind; Null marks null rows (nil when there are none).
+// per Kind; Null marks null rows (nil when there are none). Strings are
+// kept as Arrow keeps them, one byte slice and the offsets into it (value
+// i is Data[Offsets[i]:Offsets[i+1]]), so that a payload's strings are
+// read straight into the buffer the record is built on: no string is
+// allocated per value, and none is copied again.
 type Column struct {
-	Name   string
-	Kind   Kind
-	Ints   []int64
-	Floats []float64
-	Strs   []string
-	Bools  []bool
-	Null   []bool
-	rows   int
-	hint   int // rows the payload announced, 0 when unknown
-	budget *Budget
+	Name    string
+	Kind    Kind
+	Ints    []int64
+	Floats  []float64
+	Bools   []bool
+	Offsets []int32 // KindString: rows+1 offsets into Data
+	Data    []byte  // KindString: the values' bytes, back to back
+	Null    []bool
+	rows    int
+	hint    int // rows the payload announced, 0 when unknown
+	budget  *Budget
 }
 
 // NewColumn starts an empty column whose appends are charged to b.
@@ -163,8 +170,37 @@ func NewColumn(name string, b *Budget) (Column, error) {
 // Rows is the number of values appended so far, nulls included.
 func (col *Column) Rows() int { return col.rows }
 
+// Str is the string of row i of a KindString column.
+func (col *Column) Str(i int) string {
+	return string(col.Data[col.Offsets[i]:col.Offsets[i+1]])
+}
+
+// Strings returns the values of a KindString column ("" for nulls).
+func (col *Column) Strings() []string {
+	if col.Kind != KindString {
+		return nil
+	}
+	out := make([]string, col.rows)
+	for i := range out {
+		out[i] = col.Str(i)
+	}
+	return out
+}
+
+// offsetsHint is the hint of the Offsets slice: one more than the rows.
+func (col *Column) offsetsHint() int {
+	if col.hint == 0 {
+		return 0
+	}
+	return col.hint + 1
+}
+
 func (col *Column) bad(format string, args ...any) error {
-	return inputErr("column %q row %d: %s", col.Name, col.rows, fmt.Sprintf(format, args...))
+	return col.badAt(col.rows, format, args...)
+}
+
+func (col *Column) badAt(row int, format string, args ...any) error {
+	return inputErr("column %q row %d: %s", col.Name, row, fmt.Sprintf(format, args...))
 }
 
 // AppendNull appends a null.
@@ -185,7 +221,7 @@ func (col *Column) AppendNull() error {
 	case KindFloat:
 		col.Floats, err = push(col.budget, col.Floats, 0, col.hint)
 	case KindString:
-		col.Strs, err = push(col.budget, col.Strs, "", col.hint)
+		col.Offsets, err = push(col.budget, col.Offsets, int32(len(col.Data)), col.offsetsHint())
 	case KindBool:
 		col.Bools, err = push(col.budget, col.Bools, false, col.hint)
 	}
@@ -201,13 +237,18 @@ func (col *Column) AppendInt(v int64) error {
 	if col.Kind == KindFloat {
 		return col.AppendFloat(float64(v))
 	}
-	if err := col.want(KindInt); err != nil {
-		return err
+	if col.Kind != KindInt {
+		if err := col.want(KindInt); err != nil {
+			return err
+		}
 	}
-	var err error
-	if col.Ints, err = push(col.budget, col.Ints, v, col.hint); err != nil {
-		return err
+	if len(col.Ints) == cap(col.Ints) {
+		var err error
+		if col.Ints, err = grow(col.budget, col.Ints, col.hint); err != nil {
+			return err
+		}
 	}
+	col.Ints = append(col.Ints, v)
 	return col.valid()
 }
 
@@ -235,26 +276,89 @@ func (col *Column) AppendFloat(v float64) error {
 // AppendString appends a string, which must be valid UTF-8; its bytes are
 // charged to the budget.
 func (col *Column) AppendString(v string) error {
-	if err := col.budget.take(int64(len(v))); err != nil {
-		return err
+	if !utf8.ValidString(v) {
+		return col.bad("string is not valid UTF-8")
 	}
 	return col.appendString(v)
 }
 
-// appendString appends a string whose bytes were charged already (when it
-// was decoded).
+// appendString appends a string known to be valid UTF-8.
 func (col *Column) appendString(v string) error {
-	if !utf8.ValidString(v) {
-		return col.bad("string is not valid UTF-8")
-	}
-	if err := col.want(KindString); err != nil {
+	start, err := col.reserveString(len(v))
+	if err != nil {
 		return err
 	}
-	var err error
-	if col.Strs, err = push(col.budget, col.Strs, v, col.hint); err != nil {
-		return err
+	copy(col.Data[start:], v)
+	return nil
+}
+
+// reserveString appends a string of n bytes to a string column and
+// returns where its bytes go in Data, for the caller to fill; the growth
+// of Data and Offsets is charged to the budget first.
+func (col *Column) reserveString(n int) (int, error) {
+	if col.Kind != KindString {
+		if err := col.want(KindString); err != nil {
+			return 0, err
+		}
 	}
-	return col.valid()
+	start := len(col.Data)
+	if int64(start)+int64(n) > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: column %q holds more than %d bytes of strings", ErrTooLarge, col.Name, math.MaxInt32)
+	}
+	if start+n > cap(col.Data) {
+		var err error
+		if col.Data, err = growData(col.budget, col.Data, n, col.rows, col.hint); err != nil {
+			return 0, err
+		}
+	}
+	col.Data = col.Data[:start+n]
+	if len(col.Offsets) == cap(col.Offsets) {
+		var err error
+		if col.Offsets, err = grow(col.budget, col.Offsets, col.offsetsHint()); err != nil {
+			return 0, err
+		}
+	}
+	col.Offsets = append(col.Offsets, int32(start+n))
+	return start, col.valid()
+}
+
+// growData makes room for n more bytes of strings in data, the column
+// holding rows values of hint announced. When the budget can afford it,
+// the new array is sized for every announced value at the average length
+// so far, so an honest column grows a few times, not once per doubling;
+// otherwise it doubles. The whole new array is charged, as grow does.
+func growData(b *Budget, data []byte, n, rows, hint int) ([]byte, error) {
+	need := len(data) + n
+	size := max(2*cap(data), need, 256)
+	if left := hint - rows - 1; left > 0 {
+		avg := need / (rows + 1)
+		if est := int64(need) + int64(left)*int64(avg+avg/8); est > int64(size) && est <= (b.limit-b.used)/2 && est <= math.MaxInt32 {
+			size = int(est)
+		}
+	}
+	if left := b.limit - b.used; int64(size) > left && int64(need) <= left {
+		size = need // what remains of the budget may still hold the value
+	}
+	if err := b.take(int64(size)); err != nil {
+		return data, err
+	}
+	out := make([]byte, len(data), size)
+	copy(out, data)
+	return out, nil
+}
+
+// checkUTF8 checks that every string of a KindString column is valid
+// UTF-8, all at once (schema.ValidStrings); it names the first bad row.
+func (col *Column) checkUTF8() error {
+	if col.Kind != KindString || schema.ValidStrings(col.Data, col.Offsets) {
+		return nil
+	}
+	for i := range col.rows {
+		if !utf8.Valid(col.Data[col.Offsets[i]:col.Offsets[i+1]]) {
+			return col.badAt(i, "string is not valid UTF-8")
+		}
+	}
+	return nil
 }
 
 // AppendBool appends a boolean.
@@ -281,7 +385,7 @@ func (col *Column) valid() error {
 }
 
 // want fixes the column's kind at its first non-null value, backfilling
-// zero values for the nulls before it.
+// zero values (empty strings) for the nulls before it.
 func (col *Column) want(k Kind) error {
 	if col.Kind == k {
 		return nil
@@ -297,7 +401,7 @@ func (col *Column) want(k Kind) error {
 	case KindFloat:
 		col.Floats, err = extend(col.budget, col.Floats, col.rows, col.hint)
 	case KindString:
-		col.Strs, err = extend(col.budget, col.Strs, col.rows, col.hint)
+		col.Offsets, err = extend(col.budget, col.Offsets, col.rows+1, col.offsetsHint())
 	case KindBool:
 		col.Bools, err = extend(col.budget, col.Bools, col.rows, col.hint)
 	}

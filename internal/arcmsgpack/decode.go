@@ -1,7 +1,6 @@
 package arcmsgpack
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
@@ -381,7 +379,7 @@ func (d *decoder) scalar(what string) (any, error) {
 	bad := func(s string) error { return inputErr("%s: %s", what, s) }
 	switch {
 	case c == msgpcode.Nil:
-		_ = d.dec.Skip()
+		d.dec.skipNil()
 		return nil, nil
 	case c == msgpcode.True || c == msgpcode.False:
 		v, err := d.dec.DecodeBool()
@@ -534,6 +532,9 @@ func decodeColumn(d *source, name string, b *Budget) (Column, error) {
 			return Column{}, err
 		}
 	}
+	if err := col.checkUTF8(); err != nil {
+		return Column{}, err
+	}
 	return col, nil
 }
 
@@ -544,7 +545,7 @@ func (col *Column) add(d *source) error {
 	}
 	switch {
 	case c == msgpcode.Nil:
-		_ = d.Skip()
+		d.skipNil()
 		return col.AppendNull()
 	case c == msgpcode.True || c == msgpcode.False:
 		v, err := d.DecodeBool()
@@ -575,58 +576,15 @@ func (col *Column) add(d *source) error {
 		}
 		return col.AppendFloat(v)
 	case msgpcode.IsString(c):
-		v, err := d.str()
-		if err != nil {
-			if errors.Is(err, ErrTooLarge) {
+		// Checked as UTF-8 with the column's other strings, in one pass.
+		row := col.rows
+		if err := d.strInto(col); err != nil {
+			if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrInput) {
 				return err
 			}
-			return col.bad("truncated")
+			return col.badAt(row, "truncated")
 		}
-		return col.appendString(v)
+		return nil
 	}
 	return col.bad("unsupported msgpack type 0x%02x (want int, float, string, bool or nil)", c)
-}
-
-// source is the body being decoded. msgpack allocates the length a string
-// claims before reading it, so str charges the claim to the budget first.
-type source struct {
-	*msgpack.Decoder
-	br     *bufio.Reader
-	budget *Budget
-}
-
-func newSource(r io.Reader, b *Budget) *source {
-	// A bufio.Reader is an io.ByteScanner: the decoder reads it directly,
-	// and str can peek at a string's header before the decoder reads it.
-	br := bufio.NewReader(r)
-	return &source{Decoder: msgpack.NewDecoder(br), br: br, budget: b}
-}
-
-// str decodes a string, its bytes charged to the budget before they are
-// allocated.
-func (s *source) str() (string, error) {
-	head, err := s.br.Peek(1)
-	if err != nil {
-		return "", io.ErrUnexpectedEOF
-	}
-	size := 0
-	switch c := head[0]; {
-	case msgpcode.IsFixedString(c):
-		size = int(c & msgpcode.FixedStrMask)
-	case c == msgpcode.Str8, c == msgpcode.Str16, c == msgpcode.Str32:
-		width := 1 << (c - msgpcode.Str8) // 1, 2 or 4 length bytes
-		head, err = s.br.Peek(1 + width)
-		if err != nil {
-			return "", io.ErrUnexpectedEOF
-		}
-		for _, b := range head[1:] {
-			size = size<<8 | int(b)
-		}
-	default:
-		return "", io.ErrUnexpectedEOF
-	}
-	if err := s.budget.take(int64(size)); err != nil {
-		return "", err
-	}
-	return s.DecodeString()
 }

@@ -83,15 +83,15 @@ func TestDecodeColumnKinds(t *testing.T) {
 	}))
 	ms, err := Decode(body)
 	require.NoError(t, err)
-	cols := map[string]Column{}
+	cols := map[string]*Column{}
 	for _, c := range ms[0].Columns {
-		cols[c.Name] = c
+		cols[c.Name] = &c
 	}
 	assert.Equal(t, []int64{1, -2, math.MaxInt64}, cols["i"].Ints)
 	assert.Equal(t, KindFloat, cols["f"].Kind)
 	assert.Equal(t, []float64{1, 2.5, 0}, cols["f"].Floats)
 	assert.Equal(t, []bool{false, false, true}, cols["f"].Null)
-	assert.Equal(t, []string{"", "x", "ü"}, cols["s"].Strs)
+	assert.Equal(t, []string{"", "x", "ü"}, cols["s"].Strings())
 	assert.Equal(t, []bool{true, false, false}, cols["s"].Null)
 	assert.Equal(t, KindBool, cols["b"].Kind)
 	assert.Equal(t, KindNull, cols["nothing"].Kind)
@@ -161,6 +161,7 @@ func TestDecodeRejects(t *testing.T) {
 			`column "v" row 1: a string among int values`},
 		{"NaN", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []float64{math.NaN()}})), `column "v" row 0: NaN`},
 		{"invalid UTF-8", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []string{"\xff"}})), `column "v" row 0: string is not valid UTF-8`},
+		{"a character cut across two rows", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs, nowMs, nowMs}, "v": []string{"ok", "\xc3", "\xbc"}})), `column "v" row 1: string is not valid UTF-8`},
 		{"reserved column", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "date": []string{"x"}})), `bad column name "date": reserved for the partition`},
 		{"null time", pack(t, obj("cpu", map[string]any{"time": []any{nil}})), "null timestamps"},
 		{"string time", pack(t, obj("cpu", map[string]any{"time": []string{"now"}})), "integer or float timestamps"},
@@ -225,6 +226,13 @@ func FuzzDecode(f *testing.F) {
 			rec := m.Record(mem)
 			require.Equal(t, int64(m.Rows()), rec.NumRows())
 			require.Equal(t, len(m.Columns)+1, int(rec.NumCols()))
+			// The arrays are built on the columns' own slices: they must
+			// be well formed as Arrow sees them.
+			for _, c := range rec.Columns() {
+				if v, ok := c.(interface{ ValidateFull() error }); ok {
+					require.NoError(t, v.ValidateFull())
+				}
+			}
 			rec.Release()
 		}
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -48,48 +49,72 @@ func (m *Measurement) sorted() []*Column {
 	return cols
 }
 
-// Record builds the measurement's record batch.
+// Record builds the measurement's record batch on the columns' own
+// slices: the values are not copied again (the record keeps them alive).
+// mem is for the buffers the columns do not have (validity bitmaps, the
+// values of boolean columns).
 func (m *Measurement) Record(mem memory.Allocator) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, m.Schema())
-	defer b.Release()
-	ts := b.Field(0).(*array.TimestampBuilder)
-	ts.Reserve(len(m.Time))
-	for _, t := range m.Time {
-		ts.UnsafeAppend(arrow.Timestamp(t))
-	}
+	schema := m.Schema()
+	rows := len(m.Time)
+	cols := make([]arrow.Array, 0, len(m.Columns)+1)
+	cols = append(cols, array.NewTimestampData(array.NewData(TimeType, rows,
+		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(m.Time))}, nil, 0, 0)))
 	for i, c := range m.sorted() {
-		appendColumn(b.Field(i+1), c, len(m.Time))
+		cols = append(cols, columnArray(mem, schema.Field(i+1).Type, c, rows))
 	}
-	return b.NewRecordBatch()
+	rec := array.NewRecordBatch(schema, cols, int64(rows))
+	for _, a := range cols {
+		a.Release()
+	}
+	return rec
 }
 
-func appendColumn(fb array.Builder, c *Column, rows int) {
-	valid := func(i int) bool { return c.Null == nil || !c.Null[i] }
-	var validity []bool
+// columnArray wraps a column's values as an Arrow array.
+func columnArray(mem memory.Allocator, typ arrow.DataType, c *Column, rows int) arrow.Array {
+	var validity *memory.Buffer
+	nulls := 0
 	if c.Null != nil {
-		validity = make([]bool, rows)
-		for i := range validity {
-			validity[i] = !c.Null[i]
-		}
-	}
-	switch c.Kind {
-	case KindInt:
-		fb.(*array.Int64Builder).AppendValues(c.Ints, validity)
-	case KindFloat:
-		fb.(*array.Float64Builder).AppendValues(c.Floats, validity)
-	case KindBool:
-		fb.(*array.BooleanBuilder).AppendValues(c.Bools, validity)
-	case KindString:
-		sb := fb.(*array.StringBuilder)
-		sb.Reserve(rows)
-		for i, s := range c.Strs {
-			if valid(i) {
-				sb.Append(s)
+		validity = memory.NewResizableBuffer(mem)
+		validity.Resize(int(bitutil.BytesForBits(int64(rows))))
+		bits := validity.Bytes()
+		clear(bits)
+		for i, null := range c.Null[:rows] {
+			if null {
+				nulls++
 			} else {
-				sb.AppendNull()
+				bitutil.SetBit(bits, i)
 			}
 		}
-	default:
-		fb.AppendNulls(rows)
 	}
+	var buffers []*memory.Buffer
+	switch c.Kind {
+	case KindInt:
+		buffers = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.Ints[:rows]))}
+	case KindFloat:
+		buffers = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Float64Traits.CastToBytes(c.Floats[:rows]))}
+	case KindBool:
+		values := memory.NewResizableBuffer(mem)
+		values.Resize(int(bitutil.BytesForBits(int64(rows))))
+		bits := values.Bytes()
+		clear(bits)
+		for i, v := range c.Bools[:rows] {
+			if v {
+				bitutil.SetBit(bits, i)
+			}
+		}
+		buffers = []*memory.Buffer{validity, values}
+		defer values.Release()
+	case KindString:
+		buffers = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.Offsets[:rows+1])),
+			memory.NewBufferBytes(c.Data)}
+	default: // only nulls: a string column of nulls
+		offsets := make([]int32, rows+1)
+		buffers = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(nil)}
+	}
+	if validity != nil {
+		defer validity.Release()
+	}
+	data := array.NewData(typ, rows, buffers, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
 }

@@ -94,7 +94,7 @@ func TestDecodeRowHostWinsOverHostTag(t *testing.T) {
 	require.Len(t, ms[0].Columns, 2)
 	for _, c := range ms[0].Columns {
 		if c.Name == "host" {
-			assert.Equal(t, []string{"h1"}, c.Strs)
+			assert.Equal(t, []string{"h1"}, c.Strings())
 		}
 	}
 }
