@@ -312,7 +312,7 @@ func (d *decoder) addRow(name string, hasFields bool) error {
 		case float64:
 			err = col.AppendFloat(v)
 		case string:
-			err = col.appendString(v) // charged when it was decoded
+			err = col.appendString(v) // checked as UTF-8 when it was decoded
 		case bool:
 			err = col.AppendBool(v)
 		}
