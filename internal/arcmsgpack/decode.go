@@ -539,6 +539,11 @@ func decodeColumn(d *source, name string, b *Budget) (Column, error) {
 }
 
 func (col *Column) add(d *source) error {
+	if col.Kind == KindString {
+		if ok, err := d.shortStrInto(col); ok || err != nil {
+			return err
+		}
+	}
 	c, err := d.PeekCode()
 	if err != nil {
 		return inputErr("column %q: truncated at row %d", col.Name, col.rows)
