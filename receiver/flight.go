@@ -150,7 +150,8 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)
 	payload = append(payload, schemaFrame...)
 	payload = arcflight.AppendEOS(arcflight.AppendFrame(payload, fd.DataHeader, fd.DataBody))
-	rec, err := arcflight.DecodeRecord(payload, s.Mem)
+	// The record shares the payload's memory: both are the batch's bytes.
+	rec, err := arcflight.DecodeRecordShared(payload, s.Mem)
 	if err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
 	"github.com/arc-otel/arc-otel/storage"
 )
 
@@ -48,6 +49,25 @@ func BenchmarkMsgpackWrite(b *testing.B) {
 					b.StopTimer()
 					require.NoError(b, store.Flush())
 					b.StartTimer()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
+}
+
+// BenchmarkMsgpackDecode is the decoding part of BenchmarkMsgpackWrite
+// alone (no gzip, no store), on the same distributed_traces bodies: the
+// share gzip leaves to the decoder.
+func BenchmarkMsgpackDecode(b *testing.B) {
+	for _, rows := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("traces/rows=%d", rows), func(b *testing.B) {
+			body := payload(b, arcTraces(rows, rand.New(rand.NewPCG(1, 2))))
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(0)); err != nil {
+					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")

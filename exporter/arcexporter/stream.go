@@ -104,7 +104,7 @@ func (p *streamPool) close() {
 func openStream(ctx context.Context, client flight.Client, mem memory.Allocator, database string, t *schema.Table) (*putStream, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(ctx, cancel)
-	stream, err := client.DoPut(sctx)
+	stream, err := client.DoPut(sctx, putCallOption)
 	if !stop() || err != nil {
 		cancel()
 		if err == nil {

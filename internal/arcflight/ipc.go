@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -36,7 +37,24 @@ func AppendEOS(dst []byte) []byte {
 
 // DecodeRecord decodes an IPC stream of one schema and one record batch. The
 // record owns its memory (allocated from mem), not the payload's.
-func DecodeRecord(payload []byte, mem memory.Allocator) (rec arrow.RecordBatch, err error) {
+func DecodeRecord(payload []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+	return decodeOne(func() (*ipc.Reader, error) {
+		return ipc.NewReader(bytes.NewReader(payload), ipc.WithAllocator(mem))
+	})
+}
+
+// DecodeRecordShared is DecodeRecord without the copy: the record's
+// buffers are slices of payload, which must not change while the record
+// lives (the record keeps it from being collected). The Flight receiver
+// decodes the payload it writes to the WAL this way, so a batch's bytes
+// are held once, not twice, until it is flushed.
+func DecodeRecordShared(payload []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+	return decodeOne(func() (*ipc.Reader, error) {
+		return ipc.NewReaderFromMessageReader(&memMessages{data: payload}, ipc.WithAllocator(mem))
+	})
+}
+
+func decodeOne(open func() (*ipc.Reader, error)) (rec arrow.RecordBatch, err error) {
 	// The IPC reader panics on some malformed messages; a bad batch must be
 	// an error for its stream, not a crash of the sidecar.
 	defer func() {
@@ -47,7 +65,7 @@ func DecodeRecord(payload []byte, mem memory.Allocator) (rec arrow.RecordBatch, 
 			rec, err = nil, fmt.Errorf("malformed arrow ipc: %v", p)
 		}
 	}()
-	r, err := ipc.NewReader(bytes.NewReader(payload), ipc.WithAllocator(mem))
+	r, err := open()
 	if err != nil {
 		return nil, fmt.Errorf("read arrow schema: %w", err)
 	}
@@ -70,6 +88,57 @@ func DecodeRecord(payload []byte, mem memory.Allocator) (rec arrow.RecordBatch, 
 	}
 	return rec, nil
 }
+
+// memMessages reads the encapsulated messages of an IPC stream held in
+// memory, each message's metadata and body a slice of it (ipc's own
+// message reader copies every body into a new buffer).
+type memMessages struct{ data []byte }
+
+var errFrame = errors.New("malformed IPC message frame")
+
+func (m *memMessages) Message() (*ipc.Message, error) {
+	if len(m.data) < 8 || binary.LittleEndian.Uint32(m.data) != 0xFFFFFFFF {
+		return nil, errFrame
+	}
+	n := int64(binary.LittleEndian.Uint32(m.data[4:]))
+	if n == 0 { // end of stream
+		return nil, io.EOF
+	}
+	if n > int64(len(m.data)-8) {
+		return nil, errFrame
+	}
+	meta := m.data[8 : 8+n]
+	bodyLen, err := messageBodyLength(meta)
+	if err != nil {
+		return nil, err
+	}
+	rest := m.data[8+n:]
+	if bodyLen < 0 || bodyLen > int64(len(rest)) {
+		return nil, fmt.Errorf("%w: a body of %d bytes in %d", errFrame, bodyLen, len(rest))
+	}
+	m.data = rest[bodyLen:]
+	return ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(rest[:bodyLen])), nil
+}
+
+// messageBodyLength reads a Message flatbuffer's bodyLength.
+func messageBodyLength(meta []byte) (n int64, err error) {
+	defer func() {
+		if recover() != nil {
+			n, err = 0, fmt.Errorf("%w: metadata is not a valid flatbuffer", errFrame)
+		}
+	}()
+	if len(meta) < 8 {
+		return 0, errFrame
+	}
+	msg := flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+	if o := flatbuffers.UOffsetT(msg.Offset(slotBodyLength)); o != 0 {
+		return msg.GetInt64(o + msg.Pos), nil
+	}
+	return 0, nil
+}
+
+func (m *memMessages) Retain()  {}
+func (m *memMessages) Release() {}
 
 // SchemaFrame returns the encapsulated IPC schema message of s as arrow-go
 // writes it. The sidecar builds every stream it decodes from this frame

@@ -29,10 +29,10 @@ const (
 // Budget bounds the memory one request's decoded columns take. Every slice
 // the decoder grows is charged here before it is allocated, so a length
 // prefix that claims billions of values, or a small body of one-byte values
-// that widen to eight, is refused before it costs memory. What the budget
-// counts is also what the Arrow record built from the columns takes, give
-// or take the string headers, so a request's peak heap is a small multiple
-// of it (columns, then the record and its IPC copy). It is not safe for
+// that widen to eight, is refused before it costs memory. The Arrow record
+// is built on the columns' own slices (plus validity bitmaps), so a
+// request's peak heap is a small multiple of what the budget counts (the
+// columns and record together, then the IPC copy). It is not safe for
 // concurrent use: one request, one budget.
 type Budget struct {
 	limit, used int64

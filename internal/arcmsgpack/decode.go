@@ -312,7 +312,7 @@ func (d *decoder) addRow(name string, hasFields bool) error {
 		case float64:
 			err = col.AppendFloat(v)
 		case string:
-			err = col.appendString(v) // charged when it was decoded
+			err = col.appendString(v) // checked as UTF-8 when it was decoded
 		case bool:
 			err = col.AppendBool(v)
 		}
@@ -539,6 +539,11 @@ func decodeColumn(d *source, name string, b *Budget) (Column, error) {
 }
 
 func (col *Column) add(d *source) error {
+	if col.Kind == KindString {
+		if ok, err := d.shortStrInto(col); ok || err != nil {
+			return err
+		}
+	}
 	c, err := d.PeekCode()
 	if err != nil {
 		return inputErr("column %q: truncated at row %d", col.Name, col.rows)

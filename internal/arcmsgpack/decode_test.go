@@ -3,7 +3,9 @@ package arcmsgpack
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -236,4 +238,30 @@ func FuzzDecode(f *testing.F) {
 			rec.Release()
 		}
 	})
+}
+
+// TestDecodeStringsAcrossTheWindow: string columns longer than the
+// decoder's window, with values of every header size, some cut by the
+// window's edge, come out byte for byte.
+func TestDecodeStringsAcrossTheWindow(t *testing.T) {
+	const n = 3000
+	times := make([]int64, n)
+	strs := make([]string, n)
+	for i := range strs {
+		times[i] = nowMs + int64(i)
+		switch i % 4 {
+		case 0:
+			strs[i] = fmt.Sprintf("%d", i) // fixstr
+		case 1:
+			strs[i] = fmt.Sprintf("%032x", i) // str 8
+		case 2:
+			strs[i] = strings.Repeat("ü", 150+i%7) // str 16
+		default:
+			strs[i] = ""
+		}
+	}
+	ms, err := Decode(pack(t, obj("cpu", map[string]any{"time": times, "s": strs})))
+	require.NoError(t, err)
+	require.Len(t, ms[0].Columns, 1)
+	assert.Equal(t, strs, ms[0].Columns[0].Strings())
 }

@@ -335,3 +335,32 @@ func (s *source) strInto(col *Column) error {
 	}
 	return s.readInto(col.Data[start : start+n])
 }
+
+// shortStrInto is strInto's fast path, for a string (fixstr or str 8)
+// whose header and bytes are all in the window: most values of a string
+// column. It reports false, having read nothing, for anything else.
+func (s *source) shortStrInto(col *Column) (bool, error) {
+	p := s.buf[s.pos:s.end]
+	if len(p) < 2 {
+		return false, nil
+	}
+	var head, n int
+	switch c := p[0]; {
+	case msgpcode.IsFixedString(c):
+		head, n = 1, int(c&msgpcode.FixedStrMask)
+	case c == msgpcode.Str8:
+		head, n = 2, int(p[1])
+	default:
+		return false, nil
+	}
+	if len(p) < head+n {
+		return false, nil
+	}
+	start, err := col.reserveString(n)
+	if err != nil {
+		return true, err
+	}
+	copy(col.Data[start:], p[head:head+n])
+	s.pos += head + n
+	return true, nil
+}

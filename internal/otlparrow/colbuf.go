@@ -14,12 +14,13 @@ import (
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
-// The flat columns (strings, numbers, booleans, attribute maps) are built in
-// plain Go slices and handed to Arrow as buffers when the batch is cut.
-// arrow-go's builders check capacity, grow two buffers and set a validity
-// bit on every call; appending to a slice is a bounds check and a copy,
-// which made them the largest cost of a conversion. The nested lists
-// (events, links, exemplars, buckets) are rare and keep arrow-go builders.
+// The flat columns (strings, numbers, booleans, attribute maps) and the
+// lists of numbers (bucket counts, bounds, quantiles) are built in plain Go
+// slices and handed to Arrow as buffers when the batch is cut. arrow-go's
+// builders check capacity, grow two buffers and set a validity bit on every
+// call; appending to a slice is a bounds check and a copy, which made them
+// the largest cost of a conversion. The lists of structs (span events and
+// links, exemplars) are rare and keep arrow-go builders.
 //
 // The buffers are allocated by Go, not by the table's allocator, and come
 // back to their column when the record is released (see recycler): a

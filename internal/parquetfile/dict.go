@@ -54,6 +54,10 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 		total += int(r.end - r.start)
 	}
 	b.Reserve(total)
+	// Values come in runs (the resource and scope columns repeat for
+	// every span of a resource): a value equal to the one before takes its
+	// index without hashing.
+	last, lastIdx := "", int32(-1)
 	for _, r := range runs {
 		col := r.rec.Column(field).(*array.String)
 		offsets, data := col.ValueOffsets(), col.ValueBytes()
@@ -65,6 +69,10 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 			}
 			v := data[offsets[i]-base : offsets[i+1]-base]
 			k := unsafe.String(unsafe.SliceData(v), len(v))
+			if lastIdx >= 0 && k == last {
+				b.UnsafeAppend(lastIdx)
+				continue
+			}
 			idx, ok := d.index[k]
 			if !ok {
 				if limit > 0 && len(d.index) >= limit {
@@ -74,6 +82,7 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 				d.index[k] = idx
 				d.values.Append(k)
 			}
+			last, lastIdx = k, idx
 			b.UnsafeAppend(idx)
 		}
 		d.rows += int(r.end - r.start)

@@ -1,0 +1,134 @@
+package arcflight
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testStream is an IPC stream of one record (ints, strings with a null, a
+// list of strings) as the Flight receiver frames it, and the record.
+func testStream(t testing.TB) ([]byte, arrow.RecordBatch) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", "", "ü"}, []bool{true, false, true})
+	lb := b.Field(2).(*array.ListBuilder)
+	for _, vals := range [][]string{{"x"}, {}, {"y", "z"}} {
+		lb.Append(true)
+		lb.ValueBuilder().(*array.StringBuilder).AppendValues(vals, nil)
+	}
+	rec := b.NewRecordBatch()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	require.NoError(t, w.Write(rec))
+	require.NoError(t, w.Close())
+	return buf.Bytes(), rec
+}
+
+func TestDecodeRecordSharedReadsWhatDecodeRecordReads(t *testing.T) {
+	stream, want := testStream(t)
+	defer want.Release()
+	copied, err := DecodeRecord(stream, memory.DefaultAllocator)
+	require.NoError(t, err)
+	defer copied.Release()
+	shared, err := DecodeRecordShared(stream, memory.DefaultAllocator)
+	require.NoError(t, err)
+	defer shared.Release()
+	assert.True(t, array.RecordEqual(want, copied))
+	assert.True(t, array.RecordEqual(want, shared))
+	// Shared means shared: the values are the stream's bytes.
+	ints := shared.Column(0).(*array.Int64).Values()
+	values := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1), 2), 3)
+	at := bytes.Index(stream, values)
+	require.Positive(t, at)
+	stream[at+16] = 9
+	assert.Equal(t, int64(9), ints[2])
+}
+
+func TestDecodeRecordSharedRefusesMalformedStreams(t *testing.T) {
+	stream, rec := testStream(t)
+	rec.Release()
+	schemaEnd := SchemaFrameLen(stream)
+	recordEnd := len(stream) - 8
+	twice := append(append([]byte{}, stream[:recordEnd]...), stream[schemaEnd:]...)
+	longer := append([]byte{}, stream...)
+	binary.LittleEndian.PutUint32(longer[schemaEnd+4:], uint32(len(stream))) // metadata past the end
+	for _, tc := range []struct {
+		name   string
+		stream []byte
+	}{
+		{"empty", nil},
+		{"schema only", stream[:schemaEnd]},
+		{"schema and end of stream", append(append([]byte{}, stream[:schemaEnd]...), 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0)},
+		{"body cut short", stream[:recordEnd-16]},
+		{"no continuation marker", append(append([]byte{}, stream[:schemaEnd]...), make([]byte, 16)...)},
+		{"metadata length past the end", longer},
+		{"two records", twice},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := DecodeRecordShared(tc.stream, memory.DefaultAllocator)
+			if rec != nil {
+				rec.Release()
+			}
+			assert.Error(t, err)
+		})
+	}
+}
+
+// FuzzDecodeRecordShared: whatever record message a client sends, framed
+// as the receiver frames it (the table's own schema frame, then the
+// message if CheckMessage passes it), the shared decoder does not panic,
+// and what it accepts the copying decoder reads the same.
+func FuzzDecodeRecordShared(f *testing.F) {
+	stream, rec := testStream(f)
+	defer rec.Release()
+	schemaFrame := SchemaFrame(rec.Schema())
+	require.Equal(f, schemaFrame, stream[:SchemaFrameLen(stream)])
+	header, body := splitRecordFrame(f, stream[len(schemaFrame):len(stream)-8])
+	f.Add(header, body)
+	f.Add(header, body[:len(body)/2])
+	f.Fuzz(func(t *testing.T, header, body []byte) {
+		if CheckMessage(header, body) != nil {
+			return
+		}
+		payload := AppendEOS(AppendFrame(bytes.Clone(schemaFrame), header, body))
+		shared, err := DecodeRecordShared(bytes.Clone(payload), memory.DefaultAllocator)
+		if err != nil {
+			return
+		}
+		defer shared.Release()
+		copied, err := DecodeRecord(payload, memory.DefaultAllocator)
+		require.NoError(t, err)
+		defer copied.Release()
+		require.Equal(t, copied.NumRows(), shared.NumRows())
+		require.True(t, copied.Schema().Equal(shared.Schema()))
+	})
+}
+
+// splitRecordFrame returns the metadata and body of one encapsulated
+// message.
+func splitRecordFrame(t testing.TB, frame []byte) (header, body []byte) {
+	t.Helper()
+	n := int(binary.LittleEndian.Uint32(frame[4:]))
+	bodyLen, err := messageBodyLength(frame[8 : 8+n])
+	require.NoError(t, err)
+	require.Equal(t, len(frame), 8+n+int(bodyLen))
+	return frame[8 : 8+n], frame[8+n:]
+}
