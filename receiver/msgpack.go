@@ -175,8 +175,8 @@ func (h *MsgpackHandler) store(ctx context.Context, database string, ms []arcmsg
 			return err
 		}
 		batches = append(batches, b)
-		// Its columns are in the record now: let them go before the next
-		// measurement is built, so a request never holds both whole.
+		// The record holds its columns now (it is built on them): only
+		// the batch refers to them from here on.
 		ms[i] = arcmsgpack.Measurement{}
 	}
 	if err := h.Limits.CheckRequest(batches); err != nil {

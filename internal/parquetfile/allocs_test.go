@@ -47,7 +47,10 @@ func TestAllocationsDoNotGrowWithRows(t *testing.T) {
 				one, tenfold, perBatch, columns)
 			// Pages and buffers grow with rows: a few per column.
 			assert.Less(t, tenfold-one, 0.1*one+float64(8*columns), "allocations grow with the rows of a batch")
-			assert.Less(t, perBatch, float64(150*columns), "allocations per batch")
+			// A further record costs pqarrow a chunk per column; handing it
+			// a dictionary chunk per record as well (arrow compute's Unique
+			// and Take for its statistics) was twice this on the flat tables.
+			assert.Less(t, perBatch, float64(80*columns), "allocations per batch")
 		})
 	}
 }
