@@ -330,7 +330,7 @@ type mapCol struct {
 }
 
 func newMapCol() *mapCol {
-	return &mapCol{offsets: []int32{0}, keys: *newStrCol(), items: *newStrCol()}
+	return &mapCol{offsets: []int32{0}, keys: strCol{offsets: []int32{0}}, items: strCol{offsets: []int32{0}}}
 }
 
 // add appends one entry to the row being built.
