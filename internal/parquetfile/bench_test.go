@@ -251,12 +251,10 @@ var encoders = []struct {
 		defer parquetfile.SetDeltaLengthStrings(false)
 		return newEncoder(out, t, recs, rows)
 	}},
-	// The new writer at zstd level 3, zstd's own default.
-	{"new-zstd3", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-		parquetfile.SetZstdLevel(3)
-		defer parquetfile.SetZstdLevel(1)
-		return newEncoder(out, t, recs, rows)
-	}},
+	// The new writer at zstd level 1 (the fastest) or 3 (zstd's own
+	// default) for every table, whatever its shape.
+	{"new-zstd1", withZstd(1)},
+	{"new-zstd3", withZstd(3)},
 	// The new writer with snappy or LZ4 instead of zstd.
 	{"new-snappy", withProps(pq.WithCompression(pqcompress.Codecs.Snappy))},
 	{"new-lz4", withProps(pq.WithCompression(pqcompress.Codecs.Lz4Raw))},
@@ -264,6 +262,14 @@ var encoders = []struct {
 	// they cost), and with that on version 2 data pages (the files before
 	// DataPageVersion 1).
 	{"new-nested-stats", withNestedStats(true)},
+	// Without statistics on the dictionary columns (pqarrow computes them
+	// through arrow compute's Unique over every index of a chunk).
+	{"new-no-dict-stats", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		parquetfile.SetDictStatistics(false)
+		defer parquetfile.SetDictStatistics(true)
+		return newEncoder(out, t, recs, rows)
+	}},
+
 	{"new-nested-stats-v2", withNestedStats(true, pq.WithDataPageVersion(pq.DataPageV2))},
 }
 
@@ -280,6 +286,14 @@ func withProps(extra ...pq.WriterProperty) encoder {
 			}
 		}
 		return w.Close()
+	}
+}
+
+func withZstd(level int) encoder {
+	return func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		flat, nested := parquetfile.SetZstdLevels(level, level)
+		defer parquetfile.SetZstdLevels(flat, nested)
+		return newEncoder(out, t, recs, rows)
 	}
 }
 

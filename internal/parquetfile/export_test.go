@@ -28,9 +28,13 @@ func SetDeltaLengthStrings(on bool) {
 	}
 }
 
-// SetZstdLevel sets the zstd level of the files written, for
-// BenchmarkEncode's variants.
-func SetZstdLevel(level int) { zstdLevel = level }
+// SetZstdLevels sets the zstd levels of the files of flat and of nested
+// tables, for BenchmarkEncode's variants; it returns the previous ones.
+func SetZstdLevels(flat, nested int) (int, int) {
+	prevFlat, prevNested := zstdLevelFlat, zstdLevelNested
+	zstdLevelFlat, zstdLevelNested = flat, nested
+	return prevFlat, prevNested
+}
 
 // WritePqarrow writes recs with pqarrow as issue 14 first measured it: the
 // writer's schema and properties (dictionary where the schema says so,
@@ -80,3 +84,7 @@ func NewWriterWith(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Sch
 // SetNestedStatistics turns statistics of map and list leaf columns on or
 // off, for BenchmarkEncode's variant.
 func SetNestedStatistics(on bool) { nestedStatistics = on }
+
+// SetDictStatistics turns statistics of dictionary-encoded columns on or
+// off, for BenchmarkEncode's variant.
+func SetDictStatistics(on bool) { dictStatistics = on }

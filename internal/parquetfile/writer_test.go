@@ -244,3 +244,30 @@ func TestEveryBloomColumnHasAFilter(t *testing.T) {
 		}
 	}
 }
+
+// Tables with maps or lists are compressed at zstd level 3, flat tables at
+// level 1 (see zstdLevelFlat).
+func TestZstdLevelByTableShape(t *testing.T) {
+	type flat struct {
+		Name  string   `parquet:"name"`
+		Score *float64 `parquet:"score,optional"`
+	}
+	type list struct {
+		Name string   `parquet:"name"`
+		Tags []string `parquet:"tags,list"`
+	}
+	tests := []struct {
+		name   string
+		schema *parquet.Schema
+		want   int
+	}{
+		{"flat", parquet.SchemaOf(flat{}), 1},
+		{"map", parquet.SchemaOf(item{}), 3},
+		{"list", parquet.SchemaOf(list{}), 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, zstdLevel(tt.schema))
+		})
+	}
+}
