@@ -258,15 +258,18 @@ var encoders = []struct {
 	// The new writer with snappy or LZ4 instead of zstd.
 	{"new-snappy", withProps(pq.WithCompression(pqcompress.Codecs.Snappy))},
 	{"new-lz4", withProps(pq.WithCompression(pqcompress.Codecs.Lz4Raw))},
+	// Smaller data pages (the default is 1 MiB): smaller page buffers.
+	{"new-page256k", withProps(pq.WithDataPageSize(256 * 1024))},
+	{"new-page512k", withProps(pq.WithDataPageSize(512 * 1024))},
 	// The new writer with statistics on map and list columns too (what
 	// they cost), and with that on version 2 data pages (the files before
 	// DataPageVersion 1).
 	{"new-nested-stats", withNestedStats(true)},
-	// Without statistics on the dictionary columns (pqarrow computes them
-	// through arrow compute's Unique over every index of a chunk).
-	{"new-no-dict-stats", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-		parquetfile.SetDictStatistics(false)
-		defer parquetfile.SetDictStatistics(true)
+	// With statistics on the columns written with a dictionary (pqarrow
+	// computes them through arrow compute's Unique over every index).
+	{"new-dict-stats", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		parquetfile.SetDictStatistics(true)
+		defer parquetfile.SetDictStatistics(false)
 		return newEncoder(out, t, recs, rows)
 	}},
 

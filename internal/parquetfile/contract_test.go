@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +164,58 @@ func leafIndex(t *testing.T, s *parquet.Schema, name string) int {
 	leaf, ok := s.Lookup(name)
 	require.True(t, ok, name)
 	return leaf.ColumnIndex
+}
+
+// The columns written with the writer's dictionary have no min/max
+// statistics (pqarrow hashes every index to compute them, and a flush's
+// mix of values prunes nothing); columns whose dictionary the first row
+// group turned off (random ids) and the other top-level columns keep
+// theirs.
+func TestDictionaryColumnsHaveNoStatistics(t *testing.T) {
+	tests := []struct {
+		table   string
+		noStats []string // written with a dictionary
+		stats   []string
+	}{
+		{"arc_traces", []string{"service_name", "environment", "http_method", "span_kind"}, []string{"time", "trace_id", "span_id", "duration_ns"}},
+		{"arc_logs", []string{"service", "level", "environment"}, []string{"time", "request_id", "status_code"}},
+		{"otlp_traces", []string{"service_name", "operation_name", "span_kind"}, []string{"time", "trace_id", "duration_ns"}},
+	}
+	tables := map[string]benchTable{}
+	for _, tt := range benchTables() {
+		tables[tt.name] = tt
+	}
+	for _, tc := range tests {
+		t.Run(tc.table, func(t *testing.T) {
+			tt := tables[tc.table]
+			recs := tt.batches(t, 2000)
+			defer func() {
+				for _, r := range recs {
+					r.Release()
+				}
+			}()
+			var buf bytes.Buffer
+			w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 2000})
+			require.NoError(t, err)
+			for _, rec := range recs {
+				require.NoError(t, w.Write(rec, nil))
+			}
+			require.NoError(t, w.Close())
+			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			require.NoError(t, err)
+			for _, rg := range f.Metadata().RowGroups {
+				for _, name := range tc.noStats {
+					md := rg.Columns[leafIndex(t, f.Schema(), name)].MetaData
+					assert.True(t, slices.ContainsFunc(md.Encoding, func(e format.Encoding) bool { return e == format.RLEDictionary || e == format.PlainDictionary }), "%s is not dictionary-encoded", name)
+					assert.Empty(t, md.Statistics.MinValue, "%s has statistics", name)
+					assert.Empty(t, md.Statistics.MaxValue, "%s has statistics", name)
+				}
+				for _, name := range tc.stats {
+					md := rg.Columns[leafIndex(t, f.Schema(), name)].MetaData
+					assert.NotEmpty(t, md.Statistics.MinValue, "%s has no statistics", name)
+					assert.NotEmpty(t, md.Statistics.MaxValue, "%s has no statistics", name)
+				}
+			}
+		})
+	}
 }

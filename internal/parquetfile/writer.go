@@ -87,9 +87,19 @@ var arrowPageVersion = map[int]pq.DataPageVersion{1: pq.DataPageV1, 2: pq.DataPa
 // without them it would write 0, which readers such as parquet-go reject.)
 var nestedStatistics = false
 
-// dictStatistics: whether the dictionary-encoded top-level columns get
-// statistics (BenchmarkEncode's no-dict-stats case measures them).
-var dictStatistics = true
+// dictStatistics: whether the columns written with a dictionary get
+// min/max statistics and a column index. pqarrow computes them from the
+// dictionary values a chunk references, found by hashing every index of
+// the chunk through arrow's compute engine (Unique, then Take): no chunk
+// shape avoids it (arrow-go 18.8 skips it only when the chunk's dictionary
+// is the very array it took first, and it slices every chunk, which makes
+// a new one). That was 8-28 % of the encoding CPU at 10 000 rows
+// (BenchmarkEncode's new-dict-stats case). They buy little in flushed
+// files: a flush mixes services, names and levels, so a row group's
+// min/max spans most of the dictionary and prunes nothing; compaction
+// rewrites the files with statistics on every top-level column. Columns
+// whose dictionary is off (ids, free text) keep theirs.
+var dictStatistics = false
 
 // zstdLevelFlat and zstdLevelNested are the zstd levels of the files
 // written, by the table's shape (zstdLevel). Tables with maps or lists
@@ -197,6 +207,11 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 		pq.WithBatchSize(writeBatchValues),
 	}
 	w.props = append(w.props, columnEncodings(schema)...)
+	for _, d := range w.dict {
+		if d != nil {
+			w.props = append(w.props, pq.WithStatsFor(d.name, dictStatistics))
+		}
+	}
 	w.props = append(w.props, bloomFilters(schema, opts, w.maxRows)...)
 	w.schema = arrow.NewSchema(w.schema.Fields(), metadataOf(opts.Metadata))
 	return w, nil
@@ -210,7 +225,7 @@ func (w *Writer) start() error {
 	props := w.props
 	for _, d := range w.dict {
 		if d != nil && d.off {
-			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding))
+			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding), pq.WithStatsFor(d.name, true))
 		}
 	}
 	fw, err := pqarrow.NewFileWriter(w.schema, w.out, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties())
@@ -251,9 +266,6 @@ func columnEncodings(schema *parquet.Schema) []pq.WriterProperty {
 		switch {
 		case isDictionary(enc):
 			props = append(props, pq.WithDictionaryFor(name, true))
-			if !dictStatistics {
-				props = append(props, pq.WithStatsFor(name, false))
-			}
 		case enc != nil && enc.Encoding() == format.DeltaBinaryPacked:
 			props = append(props, pq.WithEncodingFor(name, pq.Encodings.DeltaBinaryPacked))
 		case enc != nil && enc.Encoding() == format.DeltaByteArray:
