@@ -20,7 +20,8 @@ type table struct {
 	rows      int // rows in the batch being built
 	pending   int // rows of the current Convert call not yet appended
 	sizes     []builderSize
-	sizedRows int // rows of the batch sizes were measured on; 0 before any
+	sizedRows int           // rows of the batch sizes were measured on; 0 before any
+	run       *resourceCols // filled before the batch is cut
 }
 
 // builderSize remembers how much of one arrow-go builder the last batch
@@ -205,6 +206,9 @@ func (t *table) flush(emit Emit) error {
 	if t.rows == 0 {
 		return nil
 	}
+	if t.run != nil {
+		t.run.fill()
+	}
 	t.measure()
 	rec := t.newRecord()
 	t.rows = 0
@@ -228,6 +232,9 @@ func (t *table) newRecord() arrow.RecordBatch {
 // discard drops a partly built batch, so that a converter whose Convert
 // failed can be reused without emitting stale rows.
 func (t *table) discard() {
+	if t.run != nil {
+		t.run.pending = 0
+	}
 	if t.rows > 0 {
 		for _, c := range t.cols {
 			c.discard()

@@ -67,6 +67,16 @@ func (v *validity) add(i int, valid bool) {
 	}
 }
 
+// addRepeat records n rows from row i on as valid or null.
+func (v *validity) addRepeat(i, n int, valid bool) {
+	if v.bits == nil && valid {
+		return
+	}
+	for j := range n {
+		v.add(i+j, valid)
+	}
+}
+
 func (v *validity) buffer() *memory.Buffer {
 	if v.bits == nil {
 		return nil
@@ -160,23 +170,63 @@ func (c *strCol) appendID(id []byte, empty bool) {
 	c.end()
 }
 
-// appendPacked appends the strings of p: their bytes in one copy, their
-// offsets shifted by where they land. None is null.
-func (c *strCol) appendPacked(data []byte, ends []int32) {
+// appendRepeat appends b as n rows.
+func (c *strCol) appendRepeat(b []byte, n int) {
+	base := len(c.data)
+	fillRepeat(c.room(len(b)*n), b)
+	c.valid.addRepeat(c.rows(), n, true)
+	offs := c.grow(n)
+	for i := range offs {
+		offs[i] = int32(base + (i+1)*len(b))
+	}
+}
+
+// appendNullRepeat appends n null rows.
+func (c *strCol) appendNullRepeat(n int) {
+	c.valid.addRepeat(c.rows(), n, false)
+	end := int32(len(c.data))
+	for i, offs := 0, c.grow(n); i < len(offs); i++ {
+		offs[i] = end
+	}
+}
+
+// grow extends c.offsets by n and returns the new slots.
+func (c *strCol) grow(n int) []int32 {
+	l := len(c.offsets)
+	if cap(c.offsets)-l < n {
+		c.offsets = slices.Grow(c.offsets, n)
+	}
+	c.offsets = c.offsets[:l+n]
+	return c.offsets[l:]
+}
+
+// appendPackedRepeat appends the strings of a packed map n times.
+func (c *strCol) appendPackedRepeat(data []byte, ends []int32, n int) {
+	if len(ends) == 0 {
+		return
+	}
 	base := int32(len(c.data))
-	copy(c.room(len(data)), data)
-	if c.valid.bits != nil {
-		for range ends {
-			c.valid.add(c.rows(), true)
+	fillRepeat(c.room(len(data)*n), data)
+	c.valid.addRepeat(c.rows(), len(ends)*n, true)
+	offs := c.grow(len(ends) * n)
+	for r := range n {
+		o := offs[r*len(ends) : (r+1)*len(ends)]
+		for i, e := range ends {
+			o[i] = base + e
 		}
+		base += int32(len(data))
 	}
-	n := len(c.offsets)
-	if cap(c.offsets)-n < len(ends) {
-		c.offsets = slices.Grow(c.offsets, len(ends))
+}
+
+// fillRepeat fills dst with copies of b; len(dst) is a multiple of len(b).
+// Each copy doubles what is filled, so a long run costs a few large copies.
+func fillRepeat(dst, b []byte) {
+	if len(dst) == 0 {
+		return
 	}
-	c.offsets = c.offsets[:n+len(ends)]
-	for i, e := range ends {
-		c.offsets[n+i] = base + e
+	k := copy(dst, b)
+	for k < len(dst) {
+		k += copy(dst[k:], dst[:k])
 	}
 }
 
@@ -257,6 +307,19 @@ func (c *numCol[T]) append(v T) {
 		c.valid.add(len(c.vals), true)
 	}
 	c.push(v)
+}
+
+// appendRepeat appends v n times.
+func (c *numCol[T]) appendRepeat(v T, n int) {
+	c.valid.addRepeat(len(c.vals), n, true)
+	l := len(c.vals)
+	if cap(c.vals)-l < n {
+		c.vals = slices.Grow(c.vals, n)
+	}
+	c.vals = c.vals[:l+n]
+	for i, vals := 0, c.vals[l:]; i < len(vals); i++ {
+		vals[i] = v
+	}
 }
 
 func (c *numCol[T]) appendNull() {
@@ -343,7 +406,7 @@ func (c *mapCol) add(key, item []byte) {
 func (c *mapCol) end() { pushInt32(&c.offsets, int32(c.keys.rows())) }
 
 // packedMap is an attribute map laid out as its column's children lay it
-// out, so that repeating it for every row of a resource or scope costs two
+// out, so that repeating it for the rows of a resource or scope costs a few
 // copies and an offset loop per child instead of an append per entry.
 type packedMap struct {
 	keys, items       []byte
@@ -361,11 +424,19 @@ func (p *packedMap) add(key, item []byte) {
 	p.itemEnds = append(p.itemEnds, int32(len(p.items)))
 }
 
-// appendPacked appends one row holding p.
-func (c *mapCol) appendPacked(p *packedMap) {
-	c.keys.appendPacked(p.keys, p.keyEnds)
-	c.items.appendPacked(p.items, p.itemEnds)
-	c.end()
+// appendPackedRepeat appends n rows holding p.
+func (c *mapCol) appendPackedRepeat(p *packedMap, n int) {
+	first := c.keys.rows()
+	c.keys.appendPackedRepeat(p.keys, p.keyEnds, n)
+	c.items.appendPackedRepeat(p.items, p.itemEnds, n)
+	l := len(c.offsets)
+	if cap(c.offsets)-l < n {
+		c.offsets = slices.Grow(c.offsets, n)
+	}
+	c.offsets = c.offsets[:l+n]
+	for i, offs := 0, c.offsets[l:]; i < len(offs); i++ {
+		offs[i] = int32(first + (i+1)*len(p.keyEnds))
+	}
 }
 
 func (c *mapCol) newArray(dt arrow.DataType) arrow.Array {

@@ -25,7 +25,7 @@ const (
 type MetricsConverter struct {
 	converter
 	t   *table
-	res resourceCols
+	res *resourceCols
 
 	time, start                              *numCol[int64]
 	name, desc, unit, mtype, temporality     *strCol
@@ -81,7 +81,8 @@ func (v *metricVals) reset(m pmetric.Metric) {
 // NewMetricsConverter returns a converter that cuts batches of batchSize rows.
 func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter {
 	t := newTable(mem, schema.Metrics, batchSize)
-	c := &MetricsConverter{t: t, res: newResourceCols(t)}
+	c := &MetricsConverter{t: t}
+	c.res = newResourceCols(&c.converter, t)
 	c.time, c.start = t.ts("time"), t.ts("start_time")
 	c.name, c.desc, c.unit = t.str("metric_name"), t.str("metric_description"), t.str("metric_unit")
 	c.mtype, c.temporality, c.monotonic = t.str("metric_type"), t.str("temporality"), t.boolean("is_monotonic")
@@ -193,7 +194,7 @@ func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetri
 	c.monotonic.append(m.isMonotonic)
 	c.flags.append(int64(flags))
 	m.meta.appendTo(c.metadata)
-	c.appendResource(&c.res)
+	c.appendResource(c.res)
 	c.appendAttrs(attrs, c.attrs)
 }
 

@@ -12,7 +12,7 @@ import (
 type TracesConverter struct {
 	converter
 	t   *table
-	res resourceCols
+	res *resourceCols
 
 	time, endTime                                  *numCol[int64]
 	duration, flags, dropped, droppedEv, droppedLn *numCol[int64]
@@ -47,7 +47,8 @@ type spanLinkCols struct {
 // rows (at least 1).
 func NewTracesConverter(mem memory.Allocator, batchSize int) *TracesConverter {
 	t := newTable(mem, schema.Traces, batchSize)
-	c := &TracesConverter{t: t, res: newResourceCols(t)}
+	c := &TracesConverter{t: t}
+	c.res = newResourceCols(&c.converter, t)
 	c.time, c.endTime = t.ts("time"), t.ts("end_time")
 	c.duration, c.flags = t.i64("duration_ns"), t.i64("flags")
 	c.dropped, c.droppedEv, c.droppedLn = t.i64("dropped_attributes_count"), t.i64("dropped_events_count"), t.i64("dropped_links_count")
@@ -133,7 +134,7 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 	c.statusMsg.appendValidUTF8(status.Message())
 	c.isError.append(status.Code() == ptrace.StatusCodeError)
 	c.appendRecordAttrs(s.Attributes(), c.attrs, c.httpMethod, c.statusCode)
-	c.appendResource(&c.res)
+	c.appendResource(c.res)
 	c.dropped.append(int64(s.DroppedAttributesCount()))
 	c.appendEvents(s.Events())
 	c.droppedEv.append(int64(s.DroppedEventsCount()))
