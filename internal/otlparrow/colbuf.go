@@ -161,6 +161,22 @@ func (c *strCol) appendValidUTF8(s string) {
 	c.end()
 }
 
+// validFrom reports whether every row from row first on is valid UTF-8.
+// One pass over their bytes, then a look at each row's first byte: valid
+// bytes that split a character between two rows are two invalid rows.
+func (c *strCol) validFrom(first int) bool {
+	offs := c.offsets[first:]
+	if !utf8.Valid(c.data[offs[0]:]) {
+		return false
+	}
+	for _, o := range offs[1:] {
+		if int(o) < len(c.data) && !utf8.RuneStart(c.data[o]) {
+			return false
+		}
+	}
+	return true
+}
+
 // appendID appends an id as lowercase hex, or "" for the all-zero id that
 // OTLP uses for "absent".
 func (c *strCol) appendID(id []byte, empty bool) {
