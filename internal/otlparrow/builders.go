@@ -60,6 +60,10 @@ func (t *table) newColumn(mem memory.Allocator, dt arrow.DataType) column {
 			return newListCol[int64]()
 		case arrow.FLOAT64:
 			return newListCol[float64]()
+		case arrow.STRUCT:
+			elems := array.NewBuilder(mem, dt.(*arrow.ListType).Elem()).(*array.StructBuilder)
+			t.sizes = appendSizes(t.sizes, elems)
+			return newStructListCol(elems)
 		}
 	}
 	b := array.NewBuilder(mem, dt)
@@ -141,8 +145,8 @@ func (t *table) i64List(name string) *listCol[int64] { return t.col(name).(*list
 func (t *table) f64List(name string) *listCol[float64] {
 	return t.col(name).(*listCol[float64])
 }
-func (t *table) list(name string) *array.ListBuilder {
-	return t.col(name).(builderCol).b.(*array.ListBuilder)
+func (t *table) structList(name string) *structListCol {
+	return t.col(name).(*structListCol)
 }
 func (t *table) attrs(name string) attrCols {
 	return attrCols{text: t.col(name).(*mapCol), types: t.col(typesColumn(name)).(*mapCol)}
@@ -154,9 +158,8 @@ type structFields struct {
 	st *arrow.StructType
 }
 
-func newStructFields(l *array.ListBuilder) structFields {
-	s := l.ValueBuilder().(*array.StructBuilder)
-	return structFields{s, l.Type().(*arrow.ListType).Elem().(*arrow.StructType)}
+func newStructFields(l *structListCol) structFields {
+	return structFields{l.elems, l.elems.Type().(*arrow.StructType)}
 }
 
 func (f structFields) field(name string) array.Builder {
@@ -246,8 +249,11 @@ func (t *table) discard() {
 
 func (t *table) release() {
 	for _, c := range t.cols {
-		if b, ok := c.(builderCol); ok {
-			b.b.Release()
+		switch c := c.(type) {
+		case builderCol:
+			c.b.Release()
+		case *structListCol:
+			c.elems.Release()
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // builders check capacity, grow two buffers and set a validity bit on every
 // call; appending to a slice is a bounds check and a copy, which made them
 // the largest cost of a conversion. The lists of structs (span events and
-// links, exemplars) are rare and keep arrow-go builders.
+// links, exemplars) are rare: their structs keep arrow-go builders.
 //
 // The buffers are allocated by Go, not by the table's allocator, and come
 // back to their column when the record is released (see recycler): a
@@ -518,6 +518,45 @@ func (c *listCol[T]) reserve(frac float64) {
 func (c *listCol[T]) discard() {
 	c.offsets = c.offsets[:1]
 	c.elems.discard()
+}
+
+// structListCol builds a list<struct> column of no null lists: span events
+// and links, exemplars. The structs are rare and built by an arrow-go
+// builder; the list's offsets are a slice, as in listCol, because nearly
+// every row appends an empty list and ListBuilder.Append per row, with
+// its buffers allocated anew every batch, cost a twentieth of a span.
+type structListCol struct {
+	offsets []int32 // struct offsets, one more than rows
+	elems   *array.StructBuilder
+	lastN   int
+	offR    recycler[int32]
+}
+
+func newStructListCol(elems *array.StructBuilder) *structListCol {
+	return &structListCol{offsets: []int32{0}, elems: elems}
+}
+
+// end closes the row whose structs were appended to c.elems.
+func (c *structListCol) end() { pushInt32(&c.offsets, int32(c.elems.Len())) }
+
+func (c *structListCol) newArray(dt arrow.DataType) arrow.Array {
+	elems := c.elems.NewArray()
+	defer elems.Release()
+	n := len(c.offsets) - 1
+	d := newData(dt, n, []*memory.Buffer{nil, c.offR.buffer(c.offsets)}, []arrow.ArrayData{elems.Data()}, 0)
+	c.lastN, c.offsets = n, []int32{0}
+	return makeArray(d)
+}
+
+func (c *structListCol) reserve(frac float64) {
+	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
+		c.offsets = append(c.offR.get(n), c.offsets...)
+	}
+}
+
+func (c *structListCol) discard() {
+	c.offsets = c.offsets[:1]
+	c.elems.NewArray().Release()
 }
 
 // builderCol is a column built by an arrow-go builder: the nested lists.

@@ -35,7 +35,7 @@ type MetricsConverter struct {
 	posOffset, negOffset                     *numCol[int64]
 	buckets, posBuckets, negBuckets          *listCol[int64]
 	bounds, qLevels, qValues                 *listCol[float64]
-	exemplars                                *array.ListBuilder
+	exemplars                                *structListCol
 	ex                                       *array.StructBuilder
 	exTime                                   *array.TimestampBuilder
 	exValue                                  *array.Float64Builder
@@ -94,7 +94,7 @@ func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter 
 	c.negOffset, c.negBuckets = t.i64("negative_offset"), t.i64List("negative_bucket_counts")
 	c.qLevels, c.qValues = t.f64List("quantile_levels"), t.f64List("quantile_values")
 	c.flags = t.i64("flags")
-	c.exemplars = t.list("exemplars")
+	c.exemplars = t.structList("exemplars")
 	f := newStructFields(c.exemplars)
 	c.ex = f.s
 	c.exTime, c.exValue, c.exValueInt = f.ts("time"), f.f64("value"), f.i64("value_int")
@@ -271,7 +271,7 @@ func (c *MetricsConverter) summaryPoint(dp pmetric.SummaryDataPoint) {
 	}
 	c.qLevels.end()
 	c.qValues.end()
-	c.exemplars.Append(true) // summaries have no exemplars
+	c.exemplars.end() // summaries have no exemplars
 }
 
 func appendUints(l *listCol[int64], s pcommon.UInt64Slice) {
@@ -289,7 +289,6 @@ func appendFloats(l *listCol[float64], s pcommon.Float64Slice) {
 }
 
 func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
-	c.exemplars.Append(true)
 	for _, ex := range exs.All() {
 		c.ex.Append(true)
 		appendNestedTime(c.exTime, ex.Timestamp())
@@ -299,6 +298,7 @@ func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
 		c.nested.reset(ex.FilteredAttributes())
 		c.nested.appendToNested(c.exAttrs)
 	}
+	c.exemplars.end()
 }
 
 // appendNumber appends a number point's or an exemplar's value: a double
