@@ -98,6 +98,9 @@ type strCol struct {
 	lastLen int // data bytes of the last batch
 	offR    recycler[int32]
 	dataR   recycler[byte]
+	// unchecked: rows appended by appendValidUTF8 since the last cut,
+	// checked in one pass over the column when it is cut.
+	unchecked bool
 }
 
 func newStrCol() *strCol { return &strCol{offsets: []int32{0}} }
@@ -150,15 +153,31 @@ func (c *strCol) appendString(s string) {
 	c.end()
 }
 
-// appendValidUTF8 appends s with invalid UTF-8 replaced: Parquet strings
-// must be UTF-8.
+// appendValidUTF8 appends s, whose invalid UTF-8 is replaced when the
+// column is cut (Parquet strings must be UTF-8): one check of the whole
+// column costs less than a call per value, most of them short or empty.
 func (c *strCol) appendValidUTF8(s string) {
-	if utf8.ValidString(s) {
-		c.appendString(s)
+	c.unchecked = true
+	c.appendString(s)
+}
+
+// makeValid replaces invalid UTF-8 in every row, as schema.AppendValidUTF8
+// does per value; rows already valid come out unchanged.
+func (c *strCol) makeValid() {
+	c.unchecked = false
+	if c.validFrom(0) {
 		return
 	}
-	c.data = schema.AppendValidUTF8(c.data, s)
-	c.end()
+	old := c.data
+	data := make([]byte, 0, len(old)+len(old)/2)
+	start := c.offsets[0]
+	for i := range c.rows() {
+		end := c.offsets[i+1]
+		data = schema.AppendValidUTF8(data, string(old[start:end]))
+		start = end
+		c.offsets[i+1] = int32(len(data))
+	}
+	c.data = data
 }
 
 // validFrom reports whether every row from row first on is valid UTF-8.
@@ -261,6 +280,9 @@ func (c *strCol) appendNull() {
 }
 
 func (c *strCol) arrayData(dt arrow.DataType) arrow.ArrayData {
+	if c.unchecked {
+		c.makeValid()
+	}
 	if len(c.data) > math.MaxInt32 {
 		panic(fmt.Sprintf("otlparrow: string column of %d bytes, over Arrow's 2 GiB", len(c.data)))
 	}
@@ -288,6 +310,7 @@ func (c *strCol) reserve(frac float64) {
 }
 
 func (c *strCol) discard() {
+	c.unchecked = false
 	c.offsets, c.data = c.offsets[:1], c.data[:0]
 	c.valid.reset()
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Rendering a record's attributes straight into the columns must give the
@@ -129,6 +131,42 @@ func TestAppendAttrsRowChecks(t *testing.T) {
 				got.Release()
 				want.Release()
 			}
+		})
+	}
+}
+
+// A column of appendValidUTF8 rows is checked when it is cut; the rows must
+// come out as schema.AppendValidUTF8 renders each value.
+func TestStrColMakesRowsValidAtCut(t *testing.T) {
+	tests := map[string][]string{
+		"valid":                         {"a", "", "é", "span"},
+		"one invalid":                   {"a", "b\xffc", "d"},
+		"a character split across rows": {"x\xc3", "\xa9y"},
+		"invalid at the end":            {"ok", "\xe2\x82"},
+	}
+	for name, vals := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := newStrCol()
+			var want []string
+			for i, v := range vals {
+				c.appendValidUTF8(v)
+				want = append(want, string(schema.AppendValidUTF8(nil, v)))
+				if i == 0 {
+					c.appendNull()
+					want = append(want, "(null)")
+				}
+			}
+			arr := c.newArray(arrow.BinaryTypes.String).(*array.String)
+			defer arr.Release()
+			var got []string
+			for i := range arr.Len() {
+				if arr.IsNull(i) {
+					got = append(got, "(null)")
+				} else {
+					got = append(got, arr.Value(i))
+				}
+			}
+			assert.Equal(t, want, got)
 		})
 	}
 }
