@@ -20,8 +20,16 @@ type table struct {
 	rows      int // rows in the batch being built
 	pending   int // rows of the current Convert call not yet appended
 	sizes     []builderSize
-	sizedRows int           // rows of the batch sizes were measured on; 0 before any
-	run       *resourceCols // filled before the batch is cut
+	sizedRows int   // rows of the batch sizes were measured on; 0 before any
+	runs      []run // filled before the batch is cut
+}
+
+// run is a set of columns whose values repeat over runs of rows (a
+// resource's, a metric's): a row only counts itself, and fill appends the
+// pending rows in bulk.
+type run interface {
+	fill()
+	drop() // forgets the pending rows
 }
 
 // builderSize remembers how much of one arrow-go builder the last batch
@@ -209,8 +217,8 @@ func (t *table) flush(emit Emit) error {
 	if t.rows == 0 {
 		return nil
 	}
-	if t.run != nil {
-		t.run.fill()
+	for _, r := range t.runs {
+		r.fill()
 	}
 	t.measure()
 	rec := t.newRecord()
@@ -235,8 +243,8 @@ func (t *table) newRecord() arrow.RecordBatch {
 // discard drops a partly built batch, so that a converter whose Convert
 // failed can be reused without emitting stale rows.
 func (t *table) discard() {
-	if t.run != nil {
-		t.run.pending = 0
+	for _, r := range t.runs {
+		r.drop()
 	}
 	if t.rows > 0 {
 		for _, c := range t.cols {

@@ -412,6 +412,13 @@ func (c *boolCol) append(v bool) {
 	c.n++
 }
 
+// appendRepeat appends v n times.
+func (c *boolCol) appendRepeat(v bool, n int) {
+	for range n {
+		c.append(v)
+	}
+}
+
 func (c *boolCol) newArray(dt arrow.DataType) arrow.Array {
 	d := array.NewData(dt, c.n, []*memory.Buffer{nil, memory.NewBufferBytes(c.bits)}, nil, 0, 0)
 	c.bits, c.n = make([]byte, 0, len(c.bits)), 0

@@ -88,7 +88,7 @@ func newResourceCols(c *converter, t *table) *resourceCols {
 		scopeSchemaURL: t.str("scope_schema_url"),
 	}
 	c.runs = append(c.runs, cols)
-	t.run = cols
+	t.runs = append(t.runs, cols)
 	return cols
 }
 
@@ -103,6 +103,8 @@ func (c *converter) fillRuns() {
 		cols.fill()
 	}
 }
+
+func (cols *resourceCols) drop() { cols.pending = 0 }
 
 // fill appends the pending rows to the resource and scope columns.
 func (cols *resourceCols) fill() {

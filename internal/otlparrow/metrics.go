@@ -45,6 +45,32 @@ type MetricsConverter struct {
 	metadata, attrs                          attrCols
 
 	metric metricVals
+	mrun   metricRun
+}
+
+// metricRun appends the metric columns (name to metadata) per run of a
+// metric's points, as resourceCols does for a resource's rows.
+type metricRun struct {
+	c       *MetricsConverter
+	pending int
+}
+
+func (r *metricRun) drop() { r.pending = 0 }
+
+func (r *metricRun) fill() {
+	n := r.pending
+	if n == 0 {
+		return
+	}
+	r.pending = 0
+	c, m := r.c, &r.c.metric
+	c.name.appendRepeat(m.name, n)
+	c.desc.appendRepeat(m.desc, n)
+	c.unit.appendRepeat(m.unit, n)
+	c.mtype.appendRepeat(m.typeName, n)
+	c.temporality.appendRepeat(m.temporality, n)
+	c.monotonic.appendRepeat(m.isMonotonic, n)
+	m.metaP.appendRepeat(c.metadata, n)
 }
 
 // metricVals are the columns of the current metric, rendered once for all
@@ -52,8 +78,9 @@ type MetricsConverter struct {
 type metricVals struct {
 	name, desc, unit []byte
 	meta             rendered
-	typeName         string
-	temporality      string
+	metaP            packedAttrs
+	typeName         []byte
+	temporality      []byte
 	isMonotonic      bool
 }
 
@@ -62,20 +89,24 @@ func (v *metricVals) reset(m pmetric.Metric) {
 	v.desc = schema.AppendValidUTF8(v.desc[:0], m.Description())
 	v.unit = schema.AppendValidUTF8(v.unit[:0], m.Unit())
 	v.meta.reset(m.Metadata())
-	v.temporality, v.isMonotonic = "", false
+	v.meta.pack(&v.metaP)
+	var typeName, temporality string
+	v.isMonotonic = false
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
-		v.typeName = MetricGauge
+		typeName = MetricGauge
 	case pmetric.MetricTypeSum:
-		v.typeName = MetricSum
-		v.temporality, v.isMonotonic = temporalityName(m.Sum().AggregationTemporality()), m.Sum().IsMonotonic()
+		typeName = MetricSum
+		temporality, v.isMonotonic = temporalityName(m.Sum().AggregationTemporality()), m.Sum().IsMonotonic()
 	case pmetric.MetricTypeHistogram:
-		v.typeName, v.temporality = MetricHistogram, temporalityName(m.Histogram().AggregationTemporality())
+		typeName, temporality = MetricHistogram, temporalityName(m.Histogram().AggregationTemporality())
 	case pmetric.MetricTypeExponentialHistogram:
-		v.typeName, v.temporality = MetricExpHistogram, temporalityName(m.ExponentialHistogram().AggregationTemporality())
+		typeName, temporality = MetricExpHistogram, temporalityName(m.ExponentialHistogram().AggregationTemporality())
 	case pmetric.MetricTypeSummary:
-		v.typeName = MetricSummary
+		typeName = MetricSummary
 	}
+	v.typeName = append(v.typeName[:0], typeName...)
+	v.temporality = append(v.temporality[:0], temporality...)
 }
 
 // NewMetricsConverter returns a converter that cuts batches of batchSize rows.
@@ -83,6 +114,8 @@ func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter 
 	t := newTable(mem, schema.Metrics, batchSize)
 	c := &MetricsConverter{t: t}
 	c.res = newResourceCols(&c.converter, t)
+	c.mrun.c = c
+	t.runs = append(t.runs, &c.mrun)
 	c.time, c.start = t.ts("time"), t.ts("start_time")
 	c.name, c.desc, c.unit = t.str("metric_name"), t.str("metric_description"), t.str("metric_unit")
 	c.mtype, c.temporality, c.monotonic = t.str("metric_type"), t.str("temporality"), t.boolean("is_monotonic")
@@ -154,6 +187,7 @@ func temporalityName(t pmetric.AggregationTemporality) string {
 }
 
 func (c *MetricsConverter) appendMetric(m pmetric.Metric, emit Emit) error {
+	c.mrun.fill()
 	c.metric.reset(m)
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
@@ -183,17 +217,10 @@ func eachPoint[P any](points iter.Seq2[int, P], appendPoint func(P), t *table, e
 
 // pointCommon appends the columns every data point has.
 func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetric.DataPointFlags, attrs pcommon.Map) {
-	m := &c.metric
 	appendTime(c.time, ts)
 	appendTime(c.start, start)
-	c.name.append(m.name)
-	c.desc.append(m.desc)
-	c.unit.append(m.unit)
-	c.mtype.appendString(m.typeName)
-	c.temporality.appendString(m.temporality)
-	c.monotonic.append(m.isMonotonic)
+	c.mrun.pending++
 	c.flags.append(int64(flags))
-	m.meta.appendTo(c.metadata)
 	c.appendResource(c.res)
 	c.appendAttrs(attrs, c.attrs)
 }
