@@ -36,7 +36,7 @@ type putStream struct {
 	stream flight.FlightService_DoPutClient
 	// w keeps its IPC payload buffer across pushes: a new writer grows
 	// one from nothing for every batch (megabytes of garbage per push).
-	w        *flight.Writer
+	w        *ipc.Writer
 	next     uint64
 	lastUsed time.Time
 }
@@ -112,8 +112,8 @@ func openStream(ctx context.Context, client flight.Client, mem memory.Allocator,
 		}
 		return nil, err
 	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(t.Arrow), ipc.WithAllocator(mem))
-	w.SetFlightDescriptor(arcflight.Descriptor(database, t.Name))
+	w := ipc.NewWriterWithPayloadWriter(&payloadWriter{stream: stream, desc: arcflight.Descriptor(database, t.Name)},
+		ipc.WithSchema(t.Arrow), ipc.WithAllocator(mem))
 	return &putStream{table: t, cancel: cancel, stream: stream, w: w}, nil
 }
 

@@ -206,9 +206,10 @@ func (r *rendered) pack(p *packedAttrs) {
 	}
 }
 
-func (p *packedAttrs) appendTo(c attrCols) {
-	c.text.appendPacked(&p.text)
-	c.types.appendPacked(&p.types)
+// appendRepeat appends n rows holding p.
+func (p *packedAttrs) appendRepeat(c attrCols, n int) {
+	c.text.appendPackedRepeat(&p.text, n)
+	c.types.appendPackedRepeat(&p.types, n)
 }
 
 func (r *rendered) appendToNested(c nestedAttrCols) {
@@ -246,6 +247,16 @@ func (r *rendered) appendEntryText(c *strCol, e *renderedEntry) {
 		c.append(r.bytes(e.text))
 	} else {
 		c.appendNull()
+	}
+}
+
+// appendEntryTextRepeat appends the text of e, or null when e is nil, n
+// times.
+func (r *rendered) appendEntryTextRepeat(c *strCol, e *renderedEntry, n int) {
+	if e != nil {
+		c.appendRepeat(r.bytes(e.text), n)
+	} else {
+		c.appendNullRepeat(n)
 	}
 }
 

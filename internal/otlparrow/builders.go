@@ -20,7 +20,16 @@ type table struct {
 	rows      int // rows in the batch being built
 	pending   int // rows of the current Convert call not yet appended
 	sizes     []builderSize
-	sizedRows int // rows of the batch sizes were measured on; 0 before any
+	sizedRows int   // rows of the batch sizes were measured on; 0 before any
+	runs      []run // filled before the batch is cut
+}
+
+// run is a set of columns whose values repeat over runs of rows (a
+// resource's, a metric's): a row only counts itself, and fill appends the
+// pending rows in bulk.
+type run interface {
+	fill()
+	drop() // forgets the pending rows
 }
 
 // builderSize remembers how much of one arrow-go builder the last batch
@@ -59,6 +68,10 @@ func (t *table) newColumn(mem memory.Allocator, dt arrow.DataType) column {
 			return newListCol[int64]()
 		case arrow.FLOAT64:
 			return newListCol[float64]()
+		case arrow.STRUCT:
+			elems := array.NewBuilder(mem, dt.(*arrow.ListType).Elem()).(*array.StructBuilder)
+			t.sizes = appendSizes(t.sizes, elems)
+			return newStructListCol(elems)
 		}
 	}
 	b := array.NewBuilder(mem, dt)
@@ -140,8 +153,8 @@ func (t *table) i64List(name string) *listCol[int64] { return t.col(name).(*list
 func (t *table) f64List(name string) *listCol[float64] {
 	return t.col(name).(*listCol[float64])
 }
-func (t *table) list(name string) *array.ListBuilder {
-	return t.col(name).(builderCol).b.(*array.ListBuilder)
+func (t *table) structList(name string) *structListCol {
+	return t.col(name).(*structListCol)
 }
 func (t *table) attrs(name string) attrCols {
 	return attrCols{text: t.col(name).(*mapCol), types: t.col(typesColumn(name)).(*mapCol)}
@@ -153,9 +166,8 @@ type structFields struct {
 	st *arrow.StructType
 }
 
-func newStructFields(l *array.ListBuilder) structFields {
-	s := l.ValueBuilder().(*array.StructBuilder)
-	return structFields{s, l.Type().(*arrow.ListType).Elem().(*arrow.StructType)}
+func newStructFields(l *structListCol) structFields {
+	return structFields{l.elems, l.elems.Type().(*arrow.StructType)}
 }
 
 func (f structFields) field(name string) array.Builder {
@@ -205,6 +217,9 @@ func (t *table) flush(emit Emit) error {
 	if t.rows == 0 {
 		return nil
 	}
+	for _, r := range t.runs {
+		r.fill()
+	}
 	t.measure()
 	rec := t.newRecord()
 	t.rows = 0
@@ -228,6 +243,9 @@ func (t *table) newRecord() arrow.RecordBatch {
 // discard drops a partly built batch, so that a converter whose Convert
 // failed can be reused without emitting stale rows.
 func (t *table) discard() {
+	for _, r := range t.runs {
+		r.drop()
+	}
 	if t.rows > 0 {
 		for _, c := range t.cols {
 			c.discard()
@@ -239,8 +257,11 @@ func (t *table) discard() {
 
 func (t *table) release() {
 	for _, c := range t.cols {
-		if b, ok := c.(builderCol); ok {
-			b.b.Release()
+		switch c := c.(type) {
+		case builderCol:
+			c.b.Release()
+		case *structListCol:
+			c.elems.Release()
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // builders check capacity, grow two buffers and set a validity bit on every
 // call; appending to a slice is a bounds check and a copy, which made them
 // the largest cost of a conversion. The lists of structs (span events and
-// links, exemplars) are rare and keep arrow-go builders.
+// links, exemplars) are rare: their structs keep arrow-go builders.
 //
 // The buffers are allocated by Go, not by the table's allocator, and come
 // back to their column when the record is released (see recycler): a
@@ -67,6 +67,16 @@ func (v *validity) add(i int, valid bool) {
 	}
 }
 
+// addRepeat records n rows from row i on as valid or null.
+func (v *validity) addRepeat(i, n int, valid bool) {
+	if v.bits == nil && valid {
+		return
+	}
+	for j := range n {
+		v.add(i+j, valid)
+	}
+}
+
 func (v *validity) buffer() *memory.Buffer {
 	if v.bits == nil {
 		return nil
@@ -88,6 +98,9 @@ type strCol struct {
 	lastLen int // data bytes of the last batch
 	offR    recycler[int32]
 	dataR   recycler[byte]
+	// unchecked: rows appended by appendValidUTF8 since the last cut,
+	// checked in one pass over the column when it is cut.
+	unchecked bool
 }
 
 func newStrCol() *strCol { return &strCol{offsets: []int32{0}} }
@@ -140,15 +153,47 @@ func (c *strCol) appendString(s string) {
 	c.end()
 }
 
-// appendValidUTF8 appends s with invalid UTF-8 replaced: Parquet strings
-// must be UTF-8.
+// appendValidUTF8 appends s, whose invalid UTF-8 is replaced when the
+// column is cut (Parquet strings must be UTF-8): one check of the whole
+// column costs less than a call per value, most of them short or empty.
 func (c *strCol) appendValidUTF8(s string) {
-	if utf8.ValidString(s) {
-		c.appendString(s)
+	c.unchecked = true
+	c.appendString(s)
+}
+
+// makeValid replaces invalid UTF-8 in every row, as schema.AppendValidUTF8
+// does per value; rows already valid come out unchanged.
+func (c *strCol) makeValid() {
+	c.unchecked = false
+	if c.validFrom(0) {
 		return
 	}
-	c.data = schema.AppendValidUTF8(c.data, s)
-	c.end()
+	old := c.data
+	data := make([]byte, 0, len(old)+len(old)/2)
+	start := c.offsets[0]
+	for i := range c.rows() {
+		end := c.offsets[i+1]
+		data = schema.AppendValidUTF8(data, string(old[start:end]))
+		start = end
+		c.offsets[i+1] = int32(len(data))
+	}
+	c.data = data
+}
+
+// validFrom reports whether every row from row first on is valid UTF-8.
+// One pass over their bytes, then a look at each row's first byte: valid
+// bytes that split a character between two rows are two invalid rows.
+func (c *strCol) validFrom(first int) bool {
+	offs := c.offsets[first:]
+	if !utf8.Valid(c.data[offs[0]:]) {
+		return false
+	}
+	for _, o := range offs[1:] {
+		if int(o) < len(c.data) && !utf8.RuneStart(c.data[o]) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendID appends an id as lowercase hex, or "" for the all-zero id that
@@ -160,23 +205,63 @@ func (c *strCol) appendID(id []byte, empty bool) {
 	c.end()
 }
 
-// appendPacked appends the strings of p: their bytes in one copy, their
-// offsets shifted by where they land. None is null.
-func (c *strCol) appendPacked(data []byte, ends []int32) {
+// appendRepeat appends b as n rows.
+func (c *strCol) appendRepeat(b []byte, n int) {
+	base := len(c.data)
+	fillRepeat(c.room(len(b)*n), b)
+	c.valid.addRepeat(c.rows(), n, true)
+	offs := c.grow(n)
+	for i := range offs {
+		offs[i] = int32(base + (i+1)*len(b))
+	}
+}
+
+// appendNullRepeat appends n null rows.
+func (c *strCol) appendNullRepeat(n int) {
+	c.valid.addRepeat(c.rows(), n, false)
+	end := int32(len(c.data))
+	for i, offs := 0, c.grow(n); i < len(offs); i++ {
+		offs[i] = end
+	}
+}
+
+// grow extends c.offsets by n and returns the new slots.
+func (c *strCol) grow(n int) []int32 {
+	l := len(c.offsets)
+	if cap(c.offsets)-l < n {
+		c.offsets = slices.Grow(c.offsets, n)
+	}
+	c.offsets = c.offsets[:l+n]
+	return c.offsets[l:]
+}
+
+// appendPackedRepeat appends the strings of a packed map n times.
+func (c *strCol) appendPackedRepeat(data []byte, ends []int32, n int) {
+	if len(ends) == 0 {
+		return
+	}
 	base := int32(len(c.data))
-	copy(c.room(len(data)), data)
-	if c.valid.bits != nil {
-		for range ends {
-			c.valid.add(c.rows(), true)
+	fillRepeat(c.room(len(data)*n), data)
+	c.valid.addRepeat(c.rows(), len(ends)*n, true)
+	offs := c.grow(len(ends) * n)
+	for r := range n {
+		o := offs[r*len(ends) : (r+1)*len(ends)]
+		for i, e := range ends {
+			o[i] = base + e
 		}
+		base += int32(len(data))
 	}
-	n := len(c.offsets)
-	if cap(c.offsets)-n < len(ends) {
-		c.offsets = slices.Grow(c.offsets, len(ends))
+}
+
+// fillRepeat fills dst with copies of b; len(dst) is a multiple of len(b).
+// Each copy doubles what is filled, so a long run costs a few large copies.
+func fillRepeat(dst, b []byte) {
+	if len(dst) == 0 {
+		return
 	}
-	c.offsets = c.offsets[:n+len(ends)]
-	for i, e := range ends {
-		c.offsets[n+i] = base + e
+	k := copy(dst, b)
+	for k < len(dst) {
+		k += copy(dst[k:], dst[:k])
 	}
 }
 
@@ -195,6 +280,9 @@ func (c *strCol) appendNull() {
 }
 
 func (c *strCol) arrayData(dt arrow.DataType) arrow.ArrayData {
+	if c.unchecked {
+		c.makeValid()
+	}
 	if len(c.data) > math.MaxInt32 {
 		panic(fmt.Sprintf("otlparrow: string column of %d bytes, over Arrow's 2 GiB", len(c.data)))
 	}
@@ -222,6 +310,7 @@ func (c *strCol) reserve(frac float64) {
 }
 
 func (c *strCol) discard() {
+	c.unchecked = false
 	c.offsets, c.data = c.offsets[:1], c.data[:0]
 	c.valid.reset()
 }
@@ -257,6 +346,19 @@ func (c *numCol[T]) append(v T) {
 		c.valid.add(len(c.vals), true)
 	}
 	c.push(v)
+}
+
+// appendRepeat appends v n times.
+func (c *numCol[T]) appendRepeat(v T, n int) {
+	c.valid.addRepeat(len(c.vals), n, true)
+	l := len(c.vals)
+	if cap(c.vals)-l < n {
+		c.vals = slices.Grow(c.vals, n)
+	}
+	c.vals = c.vals[:l+n]
+	for i, vals := 0, c.vals[l:]; i < len(vals); i++ {
+		vals[i] = v
+	}
 }
 
 func (c *numCol[T]) appendNull() {
@@ -310,6 +412,13 @@ func (c *boolCol) append(v bool) {
 	c.n++
 }
 
+// appendRepeat appends v n times.
+func (c *boolCol) appendRepeat(v bool, n int) {
+	for range n {
+		c.append(v)
+	}
+}
+
 func (c *boolCol) newArray(dt arrow.DataType) arrow.Array {
 	d := array.NewData(dt, c.n, []*memory.Buffer{nil, memory.NewBufferBytes(c.bits)}, nil, 0, 0)
 	c.bits, c.n = make([]byte, 0, len(c.bits)), 0
@@ -343,7 +452,7 @@ func (c *mapCol) add(key, item []byte) {
 func (c *mapCol) end() { pushInt32(&c.offsets, int32(c.keys.rows())) }
 
 // packedMap is an attribute map laid out as its column's children lay it
-// out, so that repeating it for every row of a resource or scope costs two
+// out, so that repeating it for the rows of a resource or scope costs a few
 // copies and an offset loop per child instead of an append per entry.
 type packedMap struct {
 	keys, items       []byte
@@ -361,11 +470,19 @@ func (p *packedMap) add(key, item []byte) {
 	p.itemEnds = append(p.itemEnds, int32(len(p.items)))
 }
 
-// appendPacked appends one row holding p.
-func (c *mapCol) appendPacked(p *packedMap) {
-	c.keys.appendPacked(p.keys, p.keyEnds)
-	c.items.appendPacked(p.items, p.itemEnds)
-	c.end()
+// appendPackedRepeat appends n rows holding p.
+func (c *mapCol) appendPackedRepeat(p *packedMap, n int) {
+	first := c.keys.rows()
+	c.keys.appendPackedRepeat(p.keys, p.keyEnds, n)
+	c.items.appendPackedRepeat(p.items, p.itemEnds, n)
+	l := len(c.offsets)
+	if cap(c.offsets)-l < n {
+		c.offsets = slices.Grow(c.offsets, n)
+	}
+	c.offsets = c.offsets[:l+n]
+	for i, offs := 0, c.offsets[l:]; i < len(offs); i++ {
+		offs[i] = int32(first + (i+1)*len(p.keyEnds))
+	}
 }
 
 func (c *mapCol) newArray(dt arrow.DataType) arrow.Array {
@@ -431,6 +548,45 @@ func (c *listCol[T]) reserve(frac float64) {
 func (c *listCol[T]) discard() {
 	c.offsets = c.offsets[:1]
 	c.elems.discard()
+}
+
+// structListCol builds a list<struct> column of no null lists: span events
+// and links, exemplars. The structs are rare and built by an arrow-go
+// builder; the list's offsets are a slice, as in listCol, because nearly
+// every row appends an empty list and ListBuilder.Append per row, with
+// its buffers allocated anew every batch, cost a twentieth of a span.
+type structListCol struct {
+	offsets []int32 // struct offsets, one more than rows
+	elems   *array.StructBuilder
+	lastN   int
+	offR    recycler[int32]
+}
+
+func newStructListCol(elems *array.StructBuilder) *structListCol {
+	return &structListCol{offsets: []int32{0}, elems: elems}
+}
+
+// end closes the row whose structs were appended to c.elems.
+func (c *structListCol) end() { pushInt32(&c.offsets, int32(c.elems.Len())) }
+
+func (c *structListCol) newArray(dt arrow.DataType) arrow.Array {
+	elems := c.elems.NewArray()
+	defer elems.Release()
+	n := len(c.offsets) - 1
+	d := newData(dt, n, []*memory.Buffer{nil, c.offR.buffer(c.offsets)}, []arrow.ArrayData{elems.Data()}, 0)
+	c.lastN, c.offsets = n, []int32{0}
+	return makeArray(d)
+}
+
+func (c *structListCol) reserve(frac float64) {
+	if n := sizeFor(c.lastN, frac) + 1; cap(c.offsets) < n {
+		c.offsets = append(c.offR.get(n), c.offsets...)
+	}
+}
+
+func (c *structListCol) discard() {
+	c.offsets = c.offsets[:1]
+	c.elems.NewArray().Release()
 }
 
 // builderCol is a column built by an arrow-go builder: the nested lists.

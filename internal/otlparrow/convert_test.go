@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -234,4 +235,34 @@ func TestConvertErrorLeavesNoRows(t *testing.T) {
 			assert.Contains(t, got[0], ":2")
 		})
 	}
+}
+
+// Resource and scope columns are appended per run of rows; a failed
+// Convert must also drop the run it had not appended yet, here the events
+// table's while the logs table's batch fails.
+func TestConvertErrorDropsPendingResourceRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := otlparrow.NewLogsConverter(mem, 3)
+	defer c.Release()
+	errStop := errors.New("stop")
+	// Rows 0 and 3 are events, the logs batch of rows 1, 2 and 4 fails.
+	require.ErrorIs(t, c.Convert(withEvents(otlparrowtest.RealisticLogs(10), 3), func(tbl *schema.Table, rec arrow.RecordBatch) error {
+		rec.Release()
+		if tbl == schema.Logs {
+			return errStop
+		}
+		return nil
+	}), errStop)
+
+	sent := withEvents(otlparrowtest.RealisticLogs(2), 1)
+	var got []string
+	require.NoError(t, c.Convert(sent, func(tbl *schema.Table, rec arrow.RecordBatch) error {
+		defer rec.Release()
+		got = append(got, fmt.Sprintf("%s:%d", tbl.Name, rec.NumRows()))
+		service := rec.Column(tbl.FieldIndex("service_name")).(*array.String)
+		assert.Equal(t, []string{"api-gateway", "auth-service"}, []string{service.Value(0), service.Value(1)})
+		return nil
+	}))
+	assert.Equal(t, []string{"events:2"}, got)
 }

@@ -31,43 +31,78 @@ type attrRow struct {
 	first   int // index of the row's first entry in cols.text
 	entries []rowEntry
 	hashes  []keyHash
+	// The last row appended the direct way, whose keys were found valid
+	// UTF-8 and unique: records of one kind repeat their key set, and a
+	// row with the same keys needs neither check again.
+	last             *mapCol
+	lastFirst, lastN int
 }
 
 // appendAttrs appends m as one row of cols and leaves c.row describing it,
-// or, when m has duplicate keys, appends it the arena's way and returns
-// false (c.rec then describes it).
+// or, when m has invalid UTF-8 or duplicate keys, appends it the arena's way
+// and returns false (c.rec then describes it).
+//
+// Keys and values are copied unchecked and the row's bytes checked in one
+// pass per child afterwards: a validation call per string cost more than
+// the validation (most strings are short and ASCII). Invalid UTF-8 is rare
+// and takes the arena's path, which replaces it.
 func (c *converter) appendAttrs(m pcommon.Map, cols attrCols) bool {
 	r := &c.row
-	r.cols, r.first, r.entries = cols, cols.text.keys.rows(), r.entries[:0]
+	keys, items := &cols.text.keys, &cols.text.items
+	r.cols, r.first, r.entries = cols, keys.rows(), r.entries[:0]
 	typesFirst := cols.types.keys.rows()
 	entries := r.entries
 	for k, v := range m.All() {
 		e := rowEntry{typ: v.Type()}
-		cols.text.keys.appendValidUTF8(k)
+		keys.appendString(k)
 		if e.typ == pcommon.ValueTypeStr {
-			cols.text.items.appendValidUTF8(v.Str())
+			items.appendString(v.Str())
 		} else {
 			e.num = appendTagged(cols, v)
 		}
 		entries = append(entries, e)
 	}
 	r.entries = entries
-	if r.hasDuplicateKeys() {
-		cols.text.keys.truncate(r.first)
-		cols.text.items.truncate(r.first)
+	keysOK := r.sameKeysAsLast() || (keys.validFrom(r.first) && !r.hasDuplicateKeys())
+	if !keysOK || !items.validFrom(r.first) {
+		r.last = nil
+		keys.truncate(r.first)
+		items.truncate(r.first)
 		cols.types.keys.truncate(typesFirst)
 		cols.types.items.truncate(typesFirst)
 		c.rec.reset(m)
 		c.rec.appendTo(cols)
 		return false
 	}
+	r.last, r.lastFirst, r.lastN = cols.text, r.first, len(entries)
 	cols.text.end()
 	cols.types.end()
 	return true
 }
 
+// sameKeysAsLast reports whether the row's keys are those of the row
+// before it in the same column, in the same order.
+func (r *attrRow) sameKeysAsLast() bool {
+	n := len(r.entries)
+	// A cut or a discard empties the column: first is then 0, and only an
+	// empty row can follow an empty one.
+	if r.last != r.cols.text || r.lastN != n || r.lastFirst+n != r.first {
+		return false
+	}
+	offs := r.cols.text.keys.offsets
+	prev, cur := offs[r.lastFirst:r.first+1], offs[r.first:r.first+n+1]
+	for i := range n {
+		if prev[i+1]-prev[i] != cur[i+1]-cur[i] {
+			return false
+		}
+	}
+	data := r.cols.text.keys.data
+	return string(data[prev[0]:prev[n]]) == string(data[cur[0]:cur[n]])
+}
+
 // appendTagged appends the text and the type entry of a value that is not
 // a string, whose key was just appended, and returns it if it is an int.
+// The text is valid UTF-8: numbers, base64 and JSON.
 func appendTagged(cols attrCols, v pcommon.Value) int64 {
 	keys := &cols.text.keys
 	cols.types.keys.append(keys.value(keys.rows() - 1))

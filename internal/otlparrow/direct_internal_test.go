@@ -1,13 +1,19 @@
 package otlparrow
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Rendering a record's attributes straight into the columns must give the
@@ -70,6 +76,97 @@ func TestAppendAttrsMatchesRendered(t *testing.T) {
 				got.Release()
 				want.Release()
 			}
+		})
+	}
+}
+
+// The direct path checks a row's UTF-8 in one pass per child and skips the
+// key checks when a row repeats the keys of the row before it: rows that
+// only those shortcuts could get wrong must still give the arena's rows.
+func TestAppendAttrsRowChecks(t *testing.T) {
+	// mapOf keeps duplicate keys, as pdata does when the wire has them
+	// (Map.PutStr would replace).
+	mapOf := func(kv ...string) pcommon.Map {
+		var attrs []string
+		for i := 0; i < len(kv); i += 2 {
+			k, err := json.Marshal(kv[i])
+			require.NoError(t, err)
+			v, err := json.Marshal(kv[i+1])
+			require.NoError(t, err)
+			attrs = append(attrs, fmt.Sprintf(`{"key":%s,"value":{"stringValue":%s}}`, k, v))
+		}
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces([]byte(
+			`{"resourceSpans":[{"scopeSpans":[{"spans":[{"attributes":[` + strings.Join(attrs, ",") + `]}]}]}]}`))
+		require.NoError(t, err)
+		m := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes()
+		require.Equal(t, len(kv)/2, m.Len())
+		return m
+	}
+	valid := mapOf("a", "1", "b", "2")
+	tests := map[string][]pcommon.Map{
+		// "\xc3" then "\xa9": each invalid, together a valid "é".
+		"a character split between two keys":     {valid, mapOf("a\xc3", "1", "\xa9b", "2"), valid},
+		"a character split between two values":   {valid, mapOf("a", "x\xc3", "b", "\xa9y"), valid},
+		"a character split between key and row":  {mapOf("k", "v\xc3"), mapOf("\xa9", "v")},
+		"invalid value under repeated keys":      {valid, mapOf("a", "1\xff", "b", "2"), valid, valid},
+		"repeated rows with duplicate keys":      {mapOf("k\xfe", "1", "k\xff", "2"), mapOf("k\xfe", "1", "k\xff", "2"), valid},
+		"repeated keys of a row with duplicates": {mapOf("k", "1", "k", "2"), mapOf("k", "1", "k", "2")},
+		"repeated lengths, other keys":           {valid, mapOf("c", "1", "d", "2"), mapOf("c", "1", "c", "2")},
+		"repeated valid rows":                    {valid, valid, valid},
+	}
+	mt := arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)
+	mt.SetItemNullable(false)
+	for name, rows := range tests {
+		t.Run(name, func(t *testing.T) {
+			var direct, arena converter
+			gotCols, wantCols := attrCols{newMapCol(), newMapCol()}, attrCols{newMapCol(), newMapCol()}
+			for _, row := range rows {
+				direct.appendAttrs(row, gotCols)
+				arena.rec.reset(row)
+				arena.rec.appendTo(wantCols)
+			}
+			for i, pair := range [][2]*mapCol{{gotCols.text, wantCols.text}, {gotCols.types, wantCols.types}} {
+				got, want := pair[0].newArray(mt), pair[1].newArray(mt)
+				assert.True(t, array.Equal(want, got), "map %d: got %v, want %v", i, got, want)
+				got.Release()
+				want.Release()
+			}
+		})
+	}
+}
+
+// A column of appendValidUTF8 rows is checked when it is cut; the rows must
+// come out as schema.AppendValidUTF8 renders each value.
+func TestStrColMakesRowsValidAtCut(t *testing.T) {
+	tests := map[string][]string{
+		"valid":                         {"a", "", "é", "span"},
+		"one invalid":                   {"a", "b\xffc", "d"},
+		"a character split across rows": {"x\xc3", "\xa9y"},
+		"invalid at the end":            {"ok", "\xe2\x82"},
+	}
+	for name, vals := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := newStrCol()
+			var want []string
+			for i, v := range vals {
+				c.appendValidUTF8(v)
+				want = append(want, string(schema.AppendValidUTF8(nil, v)))
+				if i == 0 {
+					c.appendNull()
+					want = append(want, "(null)")
+				}
+			}
+			arr := c.newArray(arrow.BinaryTypes.String).(*array.String)
+			defer arr.Release()
+			var got []string
+			for i := range arr.Len() {
+				if arr.IsNull(i) {
+					got = append(got, "(null)")
+				} else {
+					got = append(got, arr.Value(i))
+				}
+			}
+			assert.Equal(t, want, got)
 		})
 	}
 }

@@ -18,7 +18,7 @@ type LogsConverter struct {
 // logCols are the builders of one table with the log record columns.
 type logCols struct {
 	t   *table
-	res resourceCols
+	res *resourceCols
 
 	time, observed                     *numCol[int64]
 	traceID, spanID                    *strCol
@@ -28,10 +28,10 @@ type logCols struct {
 	attrs                              attrCols
 }
 
-func newLogCols(mem memory.Allocator, st *schema.Table, batchSize int) *logCols {
+func newLogCols(c *converter, mem memory.Allocator, st *schema.Table, batchSize int) *logCols {
 	t := newTable(mem, st, batchSize)
 	return &logCols{
-		t: t, res: newResourceCols(t),
+		t: t, res: newResourceCols(c, t),
 		time: t.ts("time"), observed: t.ts("observed_time"),
 		traceID: t.str("trace_id"), spanID: t.str("span_id"),
 		flags: t.i64("flags"), sevNum: t.i64("severity_number"), dropped: t.i64("dropped_attributes_count"),
@@ -45,10 +45,10 @@ func newLogCols(mem memory.Allocator, st *schema.Table, batchSize int) *logCols 
 // NewLogsConverter returns a converter that cuts batches of batchSize rows
 // (at least 1) per table.
 func NewLogsConverter(mem memory.Allocator, batchSize int) *LogsConverter {
-	return &LogsConverter{
-		logs:   newLogCols(mem, schema.Logs, batchSize),
-		events: newLogCols(mem, schema.Events, batchSize),
-	}
+	c := &LogsConverter{}
+	c.logs = newLogCols(&c.converter, mem, schema.Logs, batchSize)
+	c.events = newLogCols(&c.converter, mem, schema.Events, batchSize)
+	return c
 }
 
 // Release frees the builders.
@@ -144,7 +144,7 @@ func (c *LogsConverter) appendLog(l *logCols, lr plog.LogRecord) {
 	l.eventType.appendValidUTF8(lr.EventName())
 	appendBody(l, lr.Body())
 	c.appendRecordAttrs(lr.Attributes(), l.attrs, l.httpMethod, l.statusCode)
-	c.appendResource(&l.res)
+	c.appendResource(l.res)
 	l.dropped.append(int64(lr.DroppedAttributesCount()))
 }
 

@@ -25,7 +25,7 @@ const (
 type MetricsConverter struct {
 	converter
 	t   *table
-	res resourceCols
+	res *resourceCols
 
 	time, start                              *numCol[int64]
 	name, desc, unit, mtype, temporality     *strCol
@@ -35,7 +35,7 @@ type MetricsConverter struct {
 	posOffset, negOffset                     *numCol[int64]
 	buckets, posBuckets, negBuckets          *listCol[int64]
 	bounds, qLevels, qValues                 *listCol[float64]
-	exemplars                                *array.ListBuilder
+	exemplars                                *structListCol
 	ex                                       *array.StructBuilder
 	exTime                                   *array.TimestampBuilder
 	exValue                                  *array.Float64Builder
@@ -45,6 +45,32 @@ type MetricsConverter struct {
 	metadata, attrs                          attrCols
 
 	metric metricVals
+	mrun   metricRun
+}
+
+// metricRun appends the metric columns (name to metadata) per run of a
+// metric's points, as resourceCols does for a resource's rows.
+type metricRun struct {
+	c       *MetricsConverter
+	pending int
+}
+
+func (r *metricRun) drop() { r.pending = 0 }
+
+func (r *metricRun) fill() {
+	n := r.pending
+	if n == 0 {
+		return
+	}
+	r.pending = 0
+	c, m := r.c, &r.c.metric
+	c.name.appendRepeat(m.name, n)
+	c.desc.appendRepeat(m.desc, n)
+	c.unit.appendRepeat(m.unit, n)
+	c.mtype.appendRepeat(m.typeName, n)
+	c.temporality.appendRepeat(m.temporality, n)
+	c.monotonic.appendRepeat(m.isMonotonic, n)
+	m.metaP.appendRepeat(c.metadata, n)
 }
 
 // metricVals are the columns of the current metric, rendered once for all
@@ -52,8 +78,9 @@ type MetricsConverter struct {
 type metricVals struct {
 	name, desc, unit []byte
 	meta             rendered
-	typeName         string
-	temporality      string
+	metaP            packedAttrs
+	typeName         []byte
+	temporality      []byte
 	isMonotonic      bool
 }
 
@@ -62,26 +89,33 @@ func (v *metricVals) reset(m pmetric.Metric) {
 	v.desc = schema.AppendValidUTF8(v.desc[:0], m.Description())
 	v.unit = schema.AppendValidUTF8(v.unit[:0], m.Unit())
 	v.meta.reset(m.Metadata())
-	v.temporality, v.isMonotonic = "", false
+	v.meta.pack(&v.metaP)
+	var typeName, temporality string
+	v.isMonotonic = false
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
-		v.typeName = MetricGauge
+		typeName = MetricGauge
 	case pmetric.MetricTypeSum:
-		v.typeName = MetricSum
-		v.temporality, v.isMonotonic = temporalityName(m.Sum().AggregationTemporality()), m.Sum().IsMonotonic()
+		typeName = MetricSum
+		temporality, v.isMonotonic = temporalityName(m.Sum().AggregationTemporality()), m.Sum().IsMonotonic()
 	case pmetric.MetricTypeHistogram:
-		v.typeName, v.temporality = MetricHistogram, temporalityName(m.Histogram().AggregationTemporality())
+		typeName, temporality = MetricHistogram, temporalityName(m.Histogram().AggregationTemporality())
 	case pmetric.MetricTypeExponentialHistogram:
-		v.typeName, v.temporality = MetricExpHistogram, temporalityName(m.ExponentialHistogram().AggregationTemporality())
+		typeName, temporality = MetricExpHistogram, temporalityName(m.ExponentialHistogram().AggregationTemporality())
 	case pmetric.MetricTypeSummary:
-		v.typeName = MetricSummary
+		typeName = MetricSummary
 	}
+	v.typeName = append(v.typeName[:0], typeName...)
+	v.temporality = append(v.temporality[:0], temporality...)
 }
 
 // NewMetricsConverter returns a converter that cuts batches of batchSize rows.
 func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter {
 	t := newTable(mem, schema.Metrics, batchSize)
-	c := &MetricsConverter{t: t, res: newResourceCols(t)}
+	c := &MetricsConverter{t: t}
+	c.res = newResourceCols(&c.converter, t)
+	c.mrun.c = c
+	t.runs = append(t.runs, &c.mrun)
 	c.time, c.start = t.ts("time"), t.ts("start_time")
 	c.name, c.desc, c.unit = t.str("metric_name"), t.str("metric_description"), t.str("metric_unit")
 	c.mtype, c.temporality, c.monotonic = t.str("metric_type"), t.str("temporality"), t.boolean("is_monotonic")
@@ -93,7 +127,7 @@ func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter 
 	c.negOffset, c.negBuckets = t.i64("negative_offset"), t.i64List("negative_bucket_counts")
 	c.qLevels, c.qValues = t.f64List("quantile_levels"), t.f64List("quantile_values")
 	c.flags = t.i64("flags")
-	c.exemplars = t.list("exemplars")
+	c.exemplars = t.structList("exemplars")
 	f := newStructFields(c.exemplars)
 	c.ex = f.s
 	c.exTime, c.exValue, c.exValueInt = f.ts("time"), f.f64("value"), f.i64("value_int")
@@ -153,6 +187,7 @@ func temporalityName(t pmetric.AggregationTemporality) string {
 }
 
 func (c *MetricsConverter) appendMetric(m pmetric.Metric, emit Emit) error {
+	c.mrun.fill()
 	c.metric.reset(m)
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
@@ -182,18 +217,11 @@ func eachPoint[P any](points iter.Seq2[int, P], appendPoint func(P), t *table, e
 
 // pointCommon appends the columns every data point has.
 func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetric.DataPointFlags, attrs pcommon.Map) {
-	m := &c.metric
 	appendTime(c.time, ts)
 	appendTime(c.start, start)
-	c.name.append(m.name)
-	c.desc.append(m.desc)
-	c.unit.append(m.unit)
-	c.mtype.appendString(m.typeName)
-	c.temporality.appendString(m.temporality)
-	c.monotonic.append(m.isMonotonic)
+	c.mrun.pending++
 	c.flags.append(int64(flags))
-	m.meta.appendTo(c.metadata)
-	c.appendResource(&c.res)
+	c.appendResource(c.res)
 	c.appendAttrs(attrs, c.attrs)
 }
 
@@ -270,7 +298,7 @@ func (c *MetricsConverter) summaryPoint(dp pmetric.SummaryDataPoint) {
 	}
 	c.qLevels.end()
 	c.qValues.end()
-	c.exemplars.Append(true) // summaries have no exemplars
+	c.exemplars.end() // summaries have no exemplars
 }
 
 func appendUints(l *listCol[int64], s pcommon.UInt64Slice) {
@@ -288,7 +316,6 @@ func appendFloats(l *listCol[float64], s pcommon.Float64Slice) {
 }
 
 func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
-	c.exemplars.Append(true)
 	for _, ex := range exs.All() {
 		c.ex.Append(true)
 		appendNestedTime(c.exTime, ex.Timestamp())
@@ -298,6 +325,7 @@ func (c *MetricsConverter) appendExemplars(exs pmetric.ExemplarSlice) {
 		c.nested.reset(ex.FilteredAttributes())
 		c.nested.appendToNested(c.exAttrs)
 	}
+	c.exemplars.end()
 }
 
 // appendNumber appends a number point's or an exemplar's value: a double

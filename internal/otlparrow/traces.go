@@ -12,7 +12,7 @@ import (
 type TracesConverter struct {
 	converter
 	t   *table
-	res resourceCols
+	res *resourceCols
 
 	time, endTime                                  *numCol[int64]
 	duration, flags, dropped, droppedEv, droppedLn *numCol[int64]
@@ -22,7 +22,7 @@ type TracesConverter struct {
 	isError                                        *boolCol
 	attrs                                          attrCols
 
-	events, links *array.ListBuilder
+	events, links *structListCol
 	event, link   *array.StructBuilder
 	ev            spanEventCols
 	ln            spanLinkCols
@@ -47,7 +47,8 @@ type spanLinkCols struct {
 // rows (at least 1).
 func NewTracesConverter(mem memory.Allocator, batchSize int) *TracesConverter {
 	t := newTable(mem, schema.Traces, batchSize)
-	c := &TracesConverter{t: t, res: newResourceCols(t)}
+	c := &TracesConverter{t: t}
+	c.res = newResourceCols(&c.converter, t)
 	c.time, c.endTime = t.ts("time"), t.ts("end_time")
 	c.duration, c.flags = t.i64("duration_ns"), t.i64("flags")
 	c.dropped, c.droppedEv, c.droppedLn = t.i64("dropped_attributes_count"), t.i64("dropped_events_count"), t.i64("dropped_links_count")
@@ -56,12 +57,12 @@ func NewTracesConverter(mem memory.Allocator, batchSize int) *TracesConverter {
 	c.httpMethod, c.statusCode, c.isError = t.str("http_method"), t.i64("status_code"), t.boolean("error")
 	c.attrs = t.attrs("attributes")
 
-	c.events = t.list("events")
+	c.events = t.structList("events")
 	f := newStructFields(c.events)
 	c.event = f.s
 	c.ev = spanEventCols{time: f.ts("time"), name: f.str("name"), attrs: f.attrs("attributes"), dropped: f.i64("dropped_attributes_count")}
 
-	c.links = t.list("links")
+	c.links = t.structList("links")
 	f = newStructFields(c.links)
 	c.link = f.s
 	c.ln = spanLinkCols{
@@ -133,7 +134,7 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 	c.statusMsg.appendValidUTF8(status.Message())
 	c.isError.append(status.Code() == ptrace.StatusCodeError)
 	c.appendRecordAttrs(s.Attributes(), c.attrs, c.httpMethod, c.statusCode)
-	c.appendResource(&c.res)
+	c.appendResource(c.res)
 	c.dropped.append(int64(s.DroppedAttributesCount()))
 	c.appendEvents(s.Events())
 	c.droppedEv.append(int64(s.DroppedEventsCount()))
@@ -142,7 +143,6 @@ func (c *TracesConverter) appendSpan(s ptrace.Span) {
 }
 
 func (c *TracesConverter) appendEvents(evs ptrace.SpanEventSlice) {
-	c.events.Append(true)
 	for _, ev := range evs.All() {
 		c.event.Append(true)
 		appendNestedTime(c.ev.time, ev.Timestamp())
@@ -151,10 +151,10 @@ func (c *TracesConverter) appendEvents(evs ptrace.SpanEventSlice) {
 		c.nested.appendToNested(c.ev.attrs)
 		c.ev.dropped.Append(int64(ev.DroppedAttributesCount()))
 	}
+	c.events.end()
 }
 
 func (c *TracesConverter) appendLinks(links ptrace.SpanLinkSlice) {
-	c.links.Append(true)
 	for _, l := range links.All() {
 		c.link.Append(true)
 		c.appendTraceID(c.ln.traceID, l.TraceID())
@@ -165,4 +165,5 @@ func (c *TracesConverter) appendLinks(links ptrace.SpanLinkSlice) {
 		c.nested.appendToNested(c.ln.attrs)
 		c.ln.dropped.Append(int64(l.DroppedAttributesCount()))
 	}
+	c.links.end()
 }
