@@ -9,9 +9,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +59,9 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector, or for arc-* the base URL of an Arc-compatible server (Arc itself, for a side-by-side number); empty starts a fresh stack")
 	fs.DurationVar(&c.TimeOffset, "time-offset", 0, "shift the items' timestamps from now (e.g. -2h fills a past hour that compaction can take)")
 	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
+	fs.IntVar(&c.TargetPID, "target-pid", 0, "with -target: the server's process id, to report its CPU seconds (from the load's start) and peak RSS (VmHWM) from /proc")
+	fs.StringVar(&c.TargetParquet, "target-parquet", "", "with -target: the root of the Parquet tree the server writes (<dir>/<database>/<table>/**/*.parquet, fresh for the run); after the load wait for -target-settle, then count its rows and bytes with DuckDB")
+	fs.DurationVar(&c.TargetSettle, "target-settle", 10*time.Second, "with -target-parquet: the tree is settled once no Parquet file has appeared or changed for this long (make it longer than the server's flush interval)")
 	fs.StringVar(&c.CollectorMetrics, "collector-metrics", "", "with -target: the collector's Prometheus endpoint")
 	fs.StringVar(&c.SidecarMetrics, "sidecar-metrics", "", "with -target: the sidecar's /metrics URL")
 	fs.StringVar(&c.DataDir, "data-dir", "", "with -target: the sidecar's data directory, for the loss check")
@@ -115,13 +120,26 @@ func summary(rep *report.Report) string {
 		if ph == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%-24s %10.0f items/s  acked %d  errors %d  request p99 %.1f ms", ph.Name, ph.Rate, ph.Items(), ph.Errors, ph.Latency.P99)
+		fmt.Fprintf(&b, "%-24s %10.0f items/s  acked %d  errors %d  request p50 %.1f p99 %.1f ms", ph.Name, ph.Rate, ph.Items(), ph.Errors, ph.Latency.P50, ph.Latency.P99)
+		if ph.Throttled > 0 {
+			fmt.Fprintf(&b, "  pushed back %d", ph.Throttled)
+		}
 		if ph.Export == "arc" {
 			fmt.Fprintf(&b, "  durable-ack p50 %.1f p99 %.1f ms", ph.AckLatency.P50, ph.AckLatency.P99)
 		}
 		b.WriteString("\n")
 		for _, t := range ph.Loss {
-			fmt.Fprintf(&b, "  loss check %-8s expected %d found %d lost %d duplicated %d\n", t.Table, t.Expected, t.Found, t.Lost, t.Duplicated)
+			fmt.Fprintf(&b, "  loss check %-8s expected %d found %d lost %d duplicated %d", t.Table, t.Expected, t.Found, t.Lost, t.Duplicated)
+			if t.BytesPerRow() > 0 {
+				fmt.Fprintf(&b, "  %d files, %.1f bytes per row", t.Files, t.BytesPerRow())
+			}
+			b.WriteString("\n")
+		}
+		if n, _ := ph.Stored(); n > 0 {
+			for _, name := range slices.Sorted(maps.Keys(ph.Procs)) {
+				u := ph.Procs[name]
+				fmt.Fprintf(&b, "  %-18s %6.1f CPU s  %7.2f µs per stored row  peak RSS %d MiB\n", name, u.CPUSeconds, 1e6*u.CPUSeconds/float64(n), u.PeakRSSBytes>>20)
+			}
 		}
 	}
 	if rep.Ratio > 0 {

@@ -26,6 +26,21 @@ func TestParseFlags(t *testing.T) {
 	assert.True(t, strings.HasSuffix(c.ResultsDir, "-traces-sweep"), c.ResultsDir)
 }
 
+func TestParseFlagsRunningArcTarget(t *testing.T) {
+	c, err := parseFlags([]string{"-scenario", "arc-traces", "-target", "http://127.0.0.1:8000", "-target-pid", "4242",
+		"-target-parquet", "/tmp/arc/data", "-target-settle", "12s", "-workers", "8"})
+	require.NoError(t, err)
+	assert.Equal(t, "arc", c.Driver)
+	assert.False(t, c.Ceiling)
+	assert.Equal(t, 4242, c.TargetPID)
+	assert.Equal(t, "/tmp/arc/data", c.TargetParquet)
+	assert.Equal(t, 12*time.Second, c.TargetSettle)
+
+	c, err = parseFlags([]string{"-scenario", "arc-logs"})
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, c.TargetSettle, "longer than Arc's default 5 s flush age")
+}
+
 func TestParseFlagsRejects(t *testing.T) {
 	tests := []struct {
 		name string
@@ -36,6 +51,7 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"stray argument", []string{"traces"}, "unexpected arguments"},
 		{"target without metrics", []string{"-target", "127.0.0.1:4317", "-ceiling=false"}, "-collector-metrics"},
 		{"mixed with too few workers", []string{"-scenario", "mixed", "-workers", "2"}, "workers 2"},
+		{"target pid of a started stack", []string{"-scenario", "arc-logs", "-target-pid", "42"}, "describe a running -target"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -38,7 +39,18 @@ type Arc struct {
 	Token    string
 	Database string
 	Payloads int
-	client   *http.Client
+	// Sizes is the mean size of one batch per measurement, known once Run
+	// has generated the payloads.
+	Sizes  map[Signal]PayloadSize
+	client *http.Client
+}
+
+// PayloadSize is the weight of one batch: MessagePack bytes before and
+// after gzip.
+type PayloadSize struct {
+	Rows int `json:"rows"`
+	Raw  int `json:"raw_bytes"`
+	Gzip int `json:"gzip_bytes"`
 }
 
 // Run sends until the plan's duration has passed or ctx ends.
@@ -49,14 +61,23 @@ func (d *Arc) Run(ctx context.Context) error {
 	n := max(1, d.Payloads)
 	now := time.Now().Add(d.Plan.TimeOffset)
 	bodies := map[Signal][][]byte{}
+	d.Sizes = map[Signal]PayloadSize{}
 	for _, s := range d.Plan.Signals {
+		var sum PayloadSize
 		for i := 0; i < n; i++ {
-			b, err := ArcPayload(s, d.Plan.Batch, now, rand.New(rand.NewPCG(uint64(i), uint64(len(s)))))
+			raw, err := arcRaw(s, d.Plan.Batch, now, rand.New(rand.NewPCG(uint64(i), uint64(len(s)))))
+			if err != nil {
+				return err
+			}
+			b, err := gzip1(raw)
 			if err != nil {
 				return err
 			}
 			bodies[s] = append(bodies[s], b)
+			sum.Raw += len(raw)
+			sum.Gzip += len(b)
 		}
+		d.Sizes[s] = PayloadSize{Rows: d.Plan.Batch, Raw: sum.Raw / n, Gzip: sum.Gzip / n}
 	}
 	d.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: d.Plan.Workers}}
 	pace := newPacer(d.Plan.Rate, d.Plan.Batch, time.Now())
@@ -69,7 +90,7 @@ func (d *Arc) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := w; pace.wait(ctx); i++ {
-				d.send(s, bodies[s][i%n])
+				d.send(ctx, s, bodies[s][i%n])
 			}
 		}()
 	}
@@ -77,23 +98,41 @@ func (d *Arc) Run(ctx context.Context) error {
 	return nil
 }
 
-func (d *Arc) send(s Signal, body []byte) {
+// send posts body until it is answered for good, or until ctx ends while
+// the server keeps pushing back or is unreachable (a request under way
+// is not cut short: its rows may be kept).
+func (d *Arc) send(ctx context.Context, s Signal, body []byte) {
 	backoff := 10 * time.Millisecond
-	for {
+	for ctx.Err() == nil {
 		start := time.Now()
 		code, retryAfter, err := d.post(body)
 		switch {
 		case err == nil && code == http.StatusNoContent:
 			d.Recorder.Success(s, d.Plan.Batch, 0, time.Since(start))
 			return
-		case err != nil || code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		case err == nil && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable):
+			// Back-pressure, not a failure: the server asks to come back.
+			d.Recorder.Throttled()
+			sleep(ctx, max(backoff, retryAfter))
+			backoff = min(2*backoff, time.Second)
+		case err != nil:
 			d.Recorder.Failure(0)
-			time.Sleep(max(backoff, retryAfter))
+			sleep(ctx, backoff)
 			backoff = min(2*backoff, time.Second)
 		default:
 			d.Recorder.Failure(d.Plan.Batch)
 			return
 		}
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -122,6 +161,15 @@ func (d *Arc) post(body []byte) (int, time.Duration, error) {
 
 // ArcPayload builds one gzip-compressed batch of n rows of a measurement.
 func ArcPayload(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
+	raw, err := arcRaw(s, n, now, r)
+	if err != nil {
+		return nil, err
+	}
+	return gzip1(raw)
+}
+
+// arcRaw is one batch as uncompressed MessagePack columns.
+func arcRaw(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
 	cols, err := arcColumns(s, n, now, r)
 	if err != nil {
 		return nil, err
@@ -130,13 +178,18 @@ func ArcPayload(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s payload: %w", s, err)
 	}
+	return raw, nil
+}
+
+// gzip1 compresses at level 1, as Arc's own clients and load tools send.
+func gzip1(raw []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if _, err := zw.Write(raw); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gzip payload: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gzip payload: %w", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -149,12 +202,59 @@ var (
 	metricKind = []string{"cpu", "memory", "disk", "network_in", "network_out", "temperature", "power"}
 	kinds      = []string{"server", "client", "internal", "producer", "consumer"}
 	methods    = []string{"GET", "POST", "PUT", "DELETE"}
+	resources  = []string{"users", "orders", "products", "carts", "payments", "sessions"}
 	eventTypes = []string{"deployment_started", "autoscale_triggered", "alert_triggered", "config_changed", "user_signup"}
 )
 
 func pick(r *rand.Rand, from []string) string { return from[r.IntN(len(from))] }
 
 func hexID(r *rand.Rand) string { return fmt.Sprintf("%016x", r.Uint64()) }
+
+// uuidV4 is a random (version 4) UUID drawn from r, so payloads stay
+// reproducible per seed.
+func uuidV4(r *rand.Rand) string {
+	return uuid.Must(uuid.NewRandomFromReader(randReader{r})).String()
+}
+
+// randReader reads r's stream as bytes.
+type randReader struct{ r *rand.Rand }
+
+func (rr randReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(rr.r.Uint32())
+	}
+	return len(p), nil
+}
+
+// logTemplates are application log lines with variable parts, so messages
+// vary row to row as real logs do (a constant message compresses to
+// nothing and flatters every encoder).
+var logTemplates = []func(r *rand.Rand) string{
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("%s /api/v1/%s/%d completed in %d ms", pick(r, methods), pick(r, resources), r.IntN(1_000_000), r.IntN(2000))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("user %d logged in from %d.%d.%d.%d", r.IntN(10_000_000), r.IntN(256), r.IntN(256), r.IntN(256), r.IntN(256))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("order %s created: %d items, total %d.%02d USD", hexID(r)[:12], 1+r.IntN(20), r.IntN(5000), r.IntN(100))
+	},
+	func(r *rand.Rand) string { return "cache miss for key session:" + hexID(r) },
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("upstream %s answered %d after %d ms (attempt %d)", pick(r, services), []int{200, 502, 503, 504}[r.IntN(4)], r.IntN(5000), 1+r.IntN(3))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("payment %s declined: %s", hexID(r)[:10], []string{"insufficient funds", "card expired", "fraud check failed"}[r.IntN(3)])
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("connection pool exhausted (%d/%d in use), waited %d ms", 64, 64, r.IntN(1000))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("request to %s.%s.svc timed out after %d ms", pick(r, services), pick(r, envs), 1000+r.IntN(29_000))
+	},
+}
+
+func logMessage(r *rand.Rand) string { return logTemplates[r.IntN(len(logTemplates))](r) }
 
 func arcColumns(s Signal, n int, now time.Time, r *rand.Rand) (map[string]any, error) {
 	ns := make([]int64, n)
@@ -189,9 +289,9 @@ func arcColumns(s Signal, n int, now time.Time, r *rand.Rand) (map[string]any, e
 	case ArcLogs:
 		return map[string]any{"time": ns, "level": strs(func() string { return pick(r, levels) }),
 			"service": strs(func() string { return pick(r, services) }), "environment": strs(func() string { return pick(r, envs) }),
-			"region": strs(func() string { return pick(r, regions) }), "message": strs(func() string { return "Request processed successfully" }),
+			"region": strs(func() string { return pick(r, regions) }), "message": strs(func() string { return logMessage(r) }),
 			"response_time_ms": ints(func() int64 { return int64(r.IntN(500)) }), "status_code": ints(func() int64 { return int64([]int{200, 200, 201, 404, 500}[r.IntN(5)]) }),
-			"request_id": strs(func() string { return hexID(r) })}, nil
+			"request_id": strs(func() string { return uuidV4(r) })}, nil
 	case ArcTraces:
 		errs := make([]bool, n)
 		for i := range errs {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -98,8 +99,99 @@ func TestArcDriverPostsAndRetries(t *testing.T) {
 	assert.Equal(t, int64(srv.rows[string(ArcMetrics)]), tot.Acked[ArcMetrics])
 	assert.Equal(t, int64(srv.rows[string(ArcLogs)]), tot.Acked[ArcLogs])
 	assert.Positive(t, tot.Acked[ArcMetrics])
-	assert.Equal(t, int64(2), tot.Errors, "the two 503s were retried")
+	assert.Equal(t, int64(2), tot.Throttled, "the two 503s were retried")
+	assert.Zero(t, tot.Errors, "pushing back is not an error")
 	assert.Zero(t, tot.Rejected)
+	require.Contains(t, d.Sizes, ArcLogs)
+	assert.Equal(t, 100, d.Sizes[ArcLogs].Rows)
+	assert.Greater(t, d.Sizes[ArcLogs].Raw, d.Sizes[ArcLogs].Gzip)
+	assert.Positive(t, d.Sizes[ArcLogs].Gzip)
 	assert.Equal(t, "Bearer secret", srv.auth)
 	assert.Equal(t, "prod", srv.database)
+}
+
+// TestArcDriverStopsRetryingAtTheEnd: a server that only pushes back (or
+// is gone) must not keep the driver past its duration.
+func TestArcDriverStopsRetryingAtTheEnd(t *testing.T) {
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer refuse.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for name, url := range map[string]string{"always 429": refuse.URL, "connection refused": gone.URL} {
+		t.Run(name, func(t *testing.T) {
+			rec := NewRecorder()
+			d := &Arc{Plan: Plan{Signals: []Signal{ArcLogs}, Duration: 200 * time.Millisecond, Workers: 2, Batch: 10, Endpoint: url},
+				Recorder: rec, Payloads: 1}
+			done := make(chan error, 1)
+			go func() { done <- d.Run(context.Background()) }()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(time.Minute):
+				t.Fatal("the driver kept retrying after its duration")
+			}
+			tot := rec.Total()
+			assert.Zero(t, tot.Items(), "nothing was acknowledged")
+			assert.Positive(t, tot.Throttled+tot.Errors)
+		})
+	}
+}
+
+// TestArcPayloadWeight keeps the payloads at least as heavy as the
+// independent tool of issue 14: traces of 13 columns with 32-hex trace ids
+// (~141 KB of MessagePack per 1000 rows), logs of 9 columns with a UUID
+// request id and varied messages.
+func TestArcPayloadWeight(t *testing.T) {
+	uuidRE := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	tests := []struct {
+		signal  Signal
+		columns int // time included
+		minRaw  int
+		check   func(t *testing.T, cols map[string][]string)
+	}{
+		{signal: ArcTraces, columns: 13, minRaw: 141_000, check: func(t *testing.T, cols map[string][]string) {
+			assert.Len(t, cols["trace_id"][0], 32)
+			assert.Len(t, distinct(cols["trace_id"]), 1000, "random trace ids")
+		}},
+		{signal: ArcLogs, columns: 9, minRaw: 150_000, // a UUID and a ~45-byte message per row
+			check: func(t *testing.T, cols map[string][]string) {
+				for _, id := range cols["request_id"] {
+					require.Regexp(t, uuidRE, id)
+				}
+				assert.Len(t, distinct(cols["request_id"]), 1000)
+				assert.Greater(t, len(distinct(cols["message"])), 900, "messages vary row to row")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.signal), func(t *testing.T) {
+			raw, err := arcRaw(tt.signal, 1000, time.Now(), rand.New(rand.NewPCG(7, 8)))
+			require.NoError(t, err)
+			body, err := gzip1(raw)
+			require.NoError(t, err)
+			t.Logf("%s: one batch of 1000 rows is %d bytes of MessagePack, %d gzip-1", tt.signal, len(raw), len(body))
+			assert.GreaterOrEqual(t, len(raw), tt.minRaw)
+			ms, err := arcmsgpack.Decode(raw)
+			require.NoError(t, err)
+			require.Len(t, ms, 1)
+			assert.Len(t, ms[0].Columns, tt.columns-1, "columns besides time")
+			cols := map[string][]string{}
+			for _, c := range ms[0].Columns {
+				if c.Kind == arcmsgpack.KindString {
+					cols[c.Name] = c.Strings()
+				}
+			}
+			tt.check(t, cols)
+		})
+	}
+}
+
+func distinct(vals []string) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range vals {
+		out[v] = true
+	}
+	return out
 }

@@ -24,6 +24,9 @@ type Counts struct {
 	// receiver refused for good (partial success or a permanent status).
 	Errors   int64
 	Rejected int64
+	// Throttled are requests the receiver pushed back (HTTP 429 or 503)
+	// and the driver retried: back-pressure, not failure.
+	Throttled int64
 	// Latencies of successful requests, from send to answer.
 	Latencies []time.Duration
 }
@@ -56,6 +59,16 @@ func (r *Recorder) Failure(rejected int) {
 		c.Errors++
 		c.Requests++
 		c.Rejected += int64(rejected)
+	}
+}
+
+// Throttled records a request the receiver pushed back; it is retried.
+func (r *Recorder) Throttled() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range []*Counts{&r.interval, &r.total} {
+		c.Throttled++
+		c.Requests++
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,18 @@ type Table struct {
 	// sender did not count as acknowledged (a request that failed at the
 	// client after the server kept it).
 	Unexpected int64 `json:"unexpected"`
+	// Files and Bytes are the table's Parquet files on disk after the run
+	// (0 where the rows were counted elsewhere).
+	Files int   `json:"files,omitempty"`
+	Bytes int64 `json:"bytes,omitempty"`
+}
+
+// BytesPerRow is the table's size on disk per row found, 0 when unknown.
+func (t Table) BytesPerRow() float64 {
+	if t.Found <= 0 || t.Bytes <= 0 {
+		return 0
+	}
+	return float64(t.Bytes) / float64(t.Found)
 }
 
 // Compute fills in Lost, Duplicated and Unexpected.
@@ -62,11 +75,11 @@ type Engine struct {
 // without an identity). A table with no file has 0 rows.
 func (e Engine) Count(dataDir, database, table string, identity Identity, where string) (found, distinct int64, err error) {
 	dir := filepath.Join(dataDir, database, table)
-	has, err := hasParquet(dir)
+	disk, err := Files(dataDir, database, table)
 	if err != nil {
 		return 0, 0, err
 	}
-	if !has {
+	if disk.Files == 0 {
 		if identity == "" {
 			return 0, -1, nil
 		}
@@ -98,23 +111,41 @@ func (e Engine) Count(dataDir, database, table string, identity Identity, where 
 	return rows[0].Found, rows[0].Distinct, nil
 }
 
-var errFound = errors.New("found")
+// Disk is what Parquet files take on disk.
+type Disk struct {
+	Files int
+	Bytes int64
+}
 
-func hasParquet(dir string) (bool, error) {
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+// Files sums the Parquet files under dataDir/database/table; a directory
+// that does not exist holds none. Files still being written under another
+// name (temporary files renamed into place) are not counted.
+func Files(dataDir, database, table string) (Disk, error) {
+	var d Disk
+	root := filepath.Join(dataDir, database, table)
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	err := filepath.WalkDir(root, func(_ string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".parquet") {
-			return errFound
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".parquet") {
+			return nil
 		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // replaced while we looked (a compaction)
+		}
+		if err != nil {
+			return err
+		}
+		d.Files++
+		d.Bytes += info.Size()
 		return nil
 	})
-	switch {
-	case errors.Is(err, errFound):
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+	if err != nil {
+		return Disk{}, fmt.Errorf("list parquet files: %w", err)
 	}
-	return false, err
+	return d, nil
 }

@@ -1,6 +1,7 @@
 package loss
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,45 @@ func TestCountWithDuckDB(t *testing.T) {
 	require.NoError(t, err, "a table without files has no rows")
 	assert.Zero(t, found)
 	assert.Zero(t, distinct)
+}
+
+// TestFilesAndCountInAPlainTree: a server that partitions by plain
+// directories (Arc's <table>/YYYY/MM/DD/HH/) is counted like a hive tree;
+// files still being written under a temporary name are not.
+func TestFilesAndCountInAPlainTree(t *testing.T) {
+	bin := duckdbBin(t)
+	dir := t.TempDir()
+	var want int64
+	for i, hour := range []string{"17", "18"} {
+		d := filepath.Join(dir, "default", "application_logs", "2026", "11", "23", hour)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		f := filepath.Join(d, "application_logs_"+hour+".parquet")
+		q := fmt.Sprintf("COPY (SELECT i, 'message ' || i AS message FROM range(%d) t(i)) TO '%s' (FORMAT parquet)", 100*(i+1), f)
+		out, err := exec.Command(bin, "-c", q).CombinedOutput()
+		require.NoError(t, err, string(out))
+		info, err := os.Stat(f)
+		require.NoError(t, err)
+		want += info.Size()
+	}
+	tmp := filepath.Join(dir, "default", "application_logs", "2026", "11", "23", "18", ".arc-123.tmp")
+	require.NoError(t, os.WriteFile(tmp, []byte("half a file"), 0o644))
+
+	disk, err := Files(dir, "default", "application_logs")
+	require.NoError(t, err)
+	assert.Equal(t, Disk{Files: 2, Bytes: want}, disk)
+	found, distinct, err := Engine{DuckDB: bin}.Count(dir, "default", "application_logs", "", "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(300), found)
+	assert.Equal(t, int64(-1), distinct)
+
+	disk, err = Files(dir, "default", "distributed_traces")
+	require.NoError(t, err, "a table never written has no files")
+	assert.Zero(t, disk)
+
+	tbl := Compute("application_logs", 300, found, distinct)
+	tbl.Files, tbl.Bytes = disk.Files, want
+	assert.InDelta(t, float64(want)/300, tbl.BytesPerRow(), 1e-9)
+	assert.Zero(t, Table{Bytes: 10}.BytesPerRow(), "no rows, no ratio")
 }
 
 func duckdbBin(t *testing.T) string {

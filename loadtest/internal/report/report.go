@@ -100,6 +100,10 @@ type Phase struct {
 	Accepted map[string]int64 `json:"collector_accepted"`
 	Errors   int64            `json:"errors"`
 	Rejected int64            `json:"rejected"`
+	// Throttled are requests the server pushed back (HTTP 429/503), retried.
+	Throttled int64 `json:"throttled,omitempty"`
+	// Payload is the weight of one batch per table (Arc driver).
+	Payload map[string]PayloadSize `json:"payload,omitempty"`
 	// Rate is the phase's result in items per second: for the ceiling the
 	// acknowledged items over the send time; for ours the rows found in
 	// Parquet over send plus drain time.
@@ -129,6 +133,24 @@ func (p *Phase) LossOK() bool {
 		}
 	}
 	return true
+}
+
+// PayloadSize is one batch: rows, MessagePack bytes, the same gzipped.
+type PayloadSize struct {
+	Rows int `json:"rows"`
+	Raw  int `json:"raw_bytes"`
+	Gzip int `json:"gzip_bytes"`
+}
+
+// Stored sums the rows and bytes found in Parquet.
+func (p *Phase) Stored() (rows, bytes int64) {
+	for _, t := range p.Loss {
+		if t.Bytes > 0 {
+			rows += t.Found
+			bytes += t.Bytes
+		}
+	}
+	return rows, bytes
 }
 
 // Step is one rate of a sweep.

@@ -49,13 +49,48 @@ func TestMarkdownStatesRatioLossAndProcesses(t *testing.T) {
 		"**Result: pass**",
 		"| rate (items/s) | 100,000 | 80,000 |",
 		"| of the ceiling | 100 % | **80 %** |",
-		"| traces | 1,200,000 | 1,200,000 | 1,200,000 | 0 | 0 | 0 | yes |",
+		"| traces | 1,200,000 | 1,200,000 | 1,200,000 | 0 | 0 | 0 | yes | 0 | - |",
 		"| arcstore: CPU s / peak RSS | - | 12.5 s / 300 MiB |",
 		"durable-ack latency p50 / p95 / p99 / p999 (ms) | n/a | 0.50 / 1.00 / 1.50 / - |",
 		"## Progress every interval (arc)",
 	} {
 		assert.Contains(t, md, want)
 	}
+}
+
+// TestMarkdownComparesArcProtocolServers: what a side-by-side of two Arc
+// write APIs needs: acked and stored rates, push-backs, CPU per stored
+// row, bytes per row, the payload's weight.
+func TestMarkdownComparesArcProtocolServers(t *testing.T) {
+	r := sampleReport()
+	r.Ceiling = nil
+	r.Ratio = 0
+	r.Plan.Scenario, r.Plan.Driver = "arc-logs", "arc"
+	r.Arc = &Phase{Name: "target http://127.0.0.1:8000", Export: "arc", Rate: 90_000, SendS: 10, FlushS: 5,
+		Acked: map[string]int64{"application_logs": 1_000_000}, Throttled: 1234,
+		Latency: Percentiles{1, 2, 3, 4}, AckLatency: Percentiles{Float(math.NaN()), Float(math.NaN()), Float(math.NaN()), Float(math.NaN())},
+		Loss: []loss.Table{func() loss.Table {
+			t := loss.Compute("application_logs", 1_000_000, 900_000, -1)
+			t.Files, t.Bytes = 4, 18_000_000
+			return t
+		}()},
+		Procs:   map[string]stack.Usage{"target": {CPUSeconds: 4.5, PeakRSSBytes: 6 << 30}},
+		Payload: map[string]PayloadSize{"application_logs": {Rows: 1000, Raw: 161_109, Gzip: 52_657}},
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"| rate (items/s) | 90,000 |",
+		"| acknowledged rate (items/s) | 100,000 |",
+		"| requests pushed back (429/503, retried) | 1,234 |",
+		"| target: CPU s / peak RSS | 4.5 s / 6144 MiB |",
+		"| target: CPU µs per stored row | 5.00 |",
+		"| Parquet bytes per stored row | 20.0 |",
+		"One application_logs batch (target http://127.0.0.1:8000): 1,000 rows, 161,109 bytes MessagePack, 52,657 gzip-1.",
+		"| application_logs | 1,000,000 | 900,000 | n/a | 100000 | 0 | 0 | **NO** | 4 | 20.0 |",
+	} {
+		assert.Contains(t, md, want)
+	}
+	assert.NotContains(t, sampleReport().Markdown(), "pushed back", "only when something was pushed back")
 }
 
 func TestMarkdownShowsFailuresAndLoss(t *testing.T) {
@@ -65,7 +100,7 @@ func TestMarkdownShowsFailuresAndLoss(t *testing.T) {
 	md := r.Markdown()
 	assert.Contains(t, md, "**Result: FAIL**")
 	assert.Contains(t, md, "- arc: table traces lost 10")
-	assert.Contains(t, md, "| traces | 1,000 | 990 | 990 | 10 | 0 | 0 | **NO** |")
+	assert.Contains(t, md, "| traces | 1,000 | 990 | 990 | 10 | 0 | 0 | **NO** | 0 | - |")
 }
 
 func TestWriteProducesJSONMarkdownAndPNG(t *testing.T) {

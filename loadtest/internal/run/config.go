@@ -64,6 +64,15 @@ type Config struct {
 	SidecarMetrics   string
 	DataDir          string
 	Database         string
+	// TargetPID is a running target's server process: its CPU and memory
+	// are sampled from /proc like a started stack's.
+	TargetPID int
+	// TargetParquet is the Parquet tree a running target writes
+	// (<dir>/<database>/<table>/**/*.parquet): after the load the run
+	// waits until no file has appeared or changed for TargetSettle, then
+	// counts the rows and bytes there.
+	TargetParquet string
+	TargetSettle  time.Duration
 	// Token is the bearer token of the Arc write API, if it needs one.
 	Token string
 	// TimeOffset shifts the sent items' timestamps (otlp and arc drivers).
@@ -117,7 +126,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("driver %q: want %s or %s", c.Driver, DriverOTLP, DriverTelemetrygen))
 	}
 	if IsArc(c.Scenario) && c.Ceiling {
-		errs = append(errs, errors.New("arc-* scenarios have no nop ceiling: compare with Arc itself by pointing -target-url at it"))
+		errs = append(errs, errors.New("arc-* scenarios have no nop ceiling: compare with Arc itself by pointing -target at it"))
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %v: must be 0 (unlimited) or positive", c.Rate))
@@ -136,6 +145,18 @@ func (c Config) Validate() error {
 	}
 	if c.Target != "" && c.CollectorMetrics == "" && !IsArc(c.Scenario) {
 		errs = append(errs, errors.New("a running target needs -collector-metrics (its Prometheus endpoint)"))
+	}
+	if c.Target == "" && (c.TargetPID != 0 || c.TargetParquet != "") {
+		errs = append(errs, errors.New("-target-pid and -target-parquet describe a running -target; a started stack is measured already"))
+	}
+	if c.TargetPID < 0 {
+		errs = append(errs, fmt.Errorf("target pid %d: must be positive", c.TargetPID))
+	}
+	if c.TargetParquet != "" && c.DataDir != "" {
+		errs = append(errs, errors.New("-target-parquet and -data-dir both say where the rows are: give one"))
+	}
+	if c.TargetParquet != "" && c.TargetSettle <= 0 {
+		errs = append(errs, fmt.Errorf("target settle %v: must be positive", c.TargetSettle))
 	}
 	if c.Target != "" && c.Ceiling {
 		errs = append(errs, errors.New("the ceiling needs a stack of its own: use -ceiling=false with -target"))

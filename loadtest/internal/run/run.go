@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"time"
@@ -24,6 +25,8 @@ const (
 	procSidecar   = "arcstore"
 	procHarness   = "arcload (driver)"
 	procTelgen    = "telemetrygen"
+	// procTarget is a running target's server (-target-pid).
+	procTarget = "target"
 )
 
 // Runner carries out runs; Progress receives the live progress lines.
@@ -124,8 +127,18 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 		name = "arc (sidecar write API)"
 	}
 	if r.Target != "" {
-		return &target{name: name, export: export, otlp: r.Target, url: r.Target, collectorMetrics: r.CollectorMetrics,
-			sidecarMetrics: r.SidecarMetrics, dataDir: r.DataDir, procs: map[string]*stack.Proc{}}, nil
+		t := &target{name: name, export: export, otlp: r.Target, url: r.Target, collectorMetrics: r.CollectorMetrics,
+			sidecarMetrics: r.SidecarMetrics, dataDir: r.DataDir, procs: map[string]*stack.Proc{}, pids: map[string]int{}}
+		if IsArc(r.Scenario) {
+			t.name = "target " + r.Target
+		}
+		if r.TargetPID > 0 {
+			t.pids[procTarget] = r.TargetPID
+		}
+		if r.TargetParquet != "" {
+			t.dataDir, t.settle = r.TargetParquet, r.TargetSettle
+		}
+		return t, nil
 	}
 	mode := export
 	if IsArc(r.Scenario) {
@@ -140,7 +153,7 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 		return nil, err
 	}
 	t := &target{name: name, export: export, otlp: st.OTLP, url: st.SidecarURL, collectorMetrics: st.CollectorMetrics,
-		sidecarMetrics: st.SidecarMetrics, dataDir: st.DataDir, stack: st, procs: map[string]*stack.Proc{}}
+		sidecarMetrics: st.SidecarMetrics, dataDir: st.DataDir, stack: st, procs: map[string]*stack.Proc{}, pids: map[string]int{}}
 	if st.Collector != nil {
 		t.procs[procCollector] = st.Collector
 	}
@@ -236,6 +249,12 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		return nil, err
 	}
 	ph.SendS = time.Since(sendStart).Seconds()
+	if l.arc != nil {
+		ph.Payload = map[string]report.PayloadSize{}
+		for s, size := range l.arc.Sizes {
+			ph.Payload[s.Table()] = report.PayloadSize(size)
+		}
+	}
 	if export == stack.ExportArc && tgt.collectorMetrics != "" {
 		drainStart := time.Now()
 		if err := r.drain(w, ph); err != nil {
@@ -280,6 +299,11 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 	}
 	if export == stack.ExportArc {
 		if err := r.checkLoss(tgt, l, ph); err != nil {
+			return nil, err
+		}
+		// A running target's usage is read once its Parquet has settled,
+		// so the flush after the load counts (as a stack's shutdown does).
+		if err := targetUsage(tgt, w.first, ph); err != nil {
 			return nil, err
 		}
 		ph.Rate = float64(found(ph)) / (ph.SendS + ph.DrainS)
@@ -377,7 +401,7 @@ func (r *Runner) counts(l *load, w *watcher, last point, ph *report.Phase) {
 		for s, n := range tot.Acked {
 			ph.Acked[s.Table()] = n
 		}
-		ph.Errors, ph.Rejected = tot.Errors, tot.Rejected
+		ph.Errors, ph.Rejected, ph.Throttled = tot.Errors, tot.Rejected, tot.Throttled
 		ph.Latency = report.Exact(tot.Latencies)
 		return
 	}
@@ -410,7 +434,22 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 		r.Progress("no data directory to count rows in (-data-dir): loss check skipped")
 		return nil
 	}
-	if tgt.stack == nil {
+	db := r.Database
+	if db == "" {
+		db = "default"
+	}
+	switch {
+	case tgt.settle > 0:
+		// A running server that flushes on its own schedule: wait until
+		// its files stop changing. Its rows carry no ids: counts only.
+		r.Progress(fmt.Sprintf("waiting for %s's Parquet to settle (no change for %s)", tgt.name, tgt.settle))
+		probe := func() (any, error) { return r.disk(tgt.dataDir, db) }
+		last, err := settle(probe, tgt.settle, r.DrainTimeout, time.Now, time.Sleep)
+		if err != nil {
+			return err
+		}
+		ph.FlushS = last.Seconds()
+	case tgt.stack == nil:
 		if l.otlp == nil {
 			// Neither telemetrygen nor the Arc driver marks its rows.
 			r.Progress("telemetrygen against a running sidecar: its rows cannot be told from earlier ones; loss check skipped")
@@ -420,10 +459,6 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 			return err
 		}
 	}
-	db := r.Database
-	if db == "" {
-		db = "default"
-	}
 	engine := loss.Engine{DuckDB: r.DuckDB}
 	for _, s := range r.Signals() {
 		id, where := r.identity(l, s)
@@ -432,7 +467,13 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 			if err != nil {
 				return fmt.Errorf("count %s: %w", s.Table(), err)
 			}
-			ph.Loss = append(ph.Loss, loss.Compute(s.Table(), ph.Acked[s.Table()], found, distinct))
+			t := loss.Compute(s.Table(), ph.Acked[s.Table()], found, distinct)
+			disk, err := loss.Files(tgt.dataDir, db, s.Table())
+			if err != nil {
+				return err
+			}
+			t.Files, t.Bytes = disk.Files, disk.Bytes
+			ph.Loss = append(ph.Loss, t)
 		}
 		if r.ClickHouseHTTP != "" {
 			found, distinct, err := loss.ClickHouse{URL: r.ClickHouseHTTP}.Count(db, s.Table(), id, where)
@@ -497,4 +538,61 @@ func waitFlushed(metrics string, timeout time.Duration) error {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// disk is the state of the run's tables on disk: it changes whenever a
+// file appears, goes or grows.
+func (r *Runner) disk(dataDir, db string) ([]loss.Disk, error) {
+	var out []loss.Disk
+	for _, s := range r.Signals() {
+		d, err := loss.Files(dataDir, db, s.Table())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// settle polls probe every second until its answer has not changed for
+// quiet, and returns how long after the start the last change was seen.
+// It fails after timeout.
+func settle(probe func() (any, error), quiet, timeout time.Duration, now func() time.Time, sleep func(time.Duration)) (time.Duration, error) {
+	start := now()
+	prev, err := probe()
+	if err != nil {
+		return 0, err
+	}
+	changed := start
+	for {
+		sleep(time.Second)
+		cur, err := probe()
+		if err != nil {
+			return 0, err
+		}
+		t := now()
+		if !reflect.DeepEqual(cur, prev) {
+			prev, changed = cur, t
+		}
+		if t.Sub(changed) >= quiet {
+			return changed.Sub(start), nil
+		}
+		if t.Sub(start) >= timeout {
+			return 0, fmt.Errorf("the target's Parquet still changed %s after the load", timeout)
+		}
+	}
+}
+
+// targetUsage adds a running target's process: CPU seconds since the
+// phase's start, peak RSS since its own start.
+func targetUsage(tgt *target, first point, ph *report.Phase) error {
+	for name, pid := range tgt.pids {
+		u, err := stack.ReadUsage(pid)
+		if err != nil {
+			return fmt.Errorf("target process %d: %w", pid, err)
+		}
+		u.CPUSeconds -= first.usage[name].CPUSeconds
+		ph.Procs[name] = u
+	}
+	return nil
 }

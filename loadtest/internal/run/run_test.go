@@ -1,7 +1,9 @@
 package run
 
 import (
+	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/arc-otel/arc-otel/loadtest/internal/loss"
 	"github.com/arc-otel/arc-otel/loadtest/internal/report"
 	"github.com/arc-otel/arc-otel/loadtest/internal/scrape"
+	"github.com/arc-otel/arc-otel/loadtest/internal/stack"
 )
 
 func validConfig() Config {
@@ -34,6 +37,20 @@ func TestConfigValidate(t *testing.T) {
 		{"no batch", func(c *Config) { c.Batch = 0 }, "batch 0"},
 		{"running target without its metrics", func(c *Config) { c.Target = "127.0.0.1:4317"; c.Ceiling = false }, "-collector-metrics"},
 		{"ceiling against a running target", func(c *Config) { c.Target = "x:1"; c.CollectorMetrics = "http://x/metrics"; c.Ceiling = true }, "ceiling needs a stack"},
+		{"target pid without a target", func(c *Config) { c.TargetPID = 42 }, "describe a running -target"},
+		{"target parquet without a target", func(c *Config) { c.TargetParquet = "/data" }, "describe a running -target"},
+		{"negative target pid", func(c *Config) {
+			c.Target = "http://x"
+			c.Scenario = "arc-logs"
+			c.Driver = DriverArc
+			c.TargetPID = -1
+		}, "target pid -1"},
+		{"two places for the rows", func(c *Config) {
+			c.Target, c.CollectorMetrics, c.TargetParquet, c.DataDir, c.TargetSettle = "x:1", "http://x/metrics", "/a", "/b", time.Second
+		}, "give one"},
+		{"parquet that never settles", func(c *Config) {
+			c.Target, c.CollectorMetrics, c.TargetParquet = "x:1", "http://x/metrics", "/a"
+		}, "target settle 0s"},
 		{"sweep without a step", func(c *Config) {
 			c.Sweep = SweepConfig{Enabled: true, Start: 1, Hold: time.Minute, MaxP99: time.Second}
 		}, "sweep start"},
@@ -132,4 +149,85 @@ func TestFailures(t *testing.T) {
 	}, failures(rep))
 	rep.Arc.Loss, rep.Arc.Errors = rep.Arc.Loss[:1], 0
 	assert.Empty(t, failures(rep))
+}
+
+func TestConfigAcceptsARunningArcTarget(t *testing.T) {
+	c := Config{Scenario: "arc-traces", Driver: DriverArc, Duration: time.Minute, Workers: 8, Batch: 1000, Interval: 5 * time.Second,
+		Target: "http://127.0.0.1:8000", TargetPID: 1234, TargetParquet: "/tmp/arc/data", TargetSettle: 10 * time.Second}
+	assert.NoError(t, c.Validate())
+}
+
+// fakeClock advances only when slept on.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time        { return c.t }
+func (c *fakeClock) sleep(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestSettle(t *testing.T) {
+	tests := []struct {
+		name    string
+		states  []int // what the probe sees on successive calls; the last repeats
+		quiet   time.Duration
+		timeout time.Duration
+		last    time.Duration
+		err     string
+	}{
+		{name: "nothing changes", states: []int{5}, quiet: 3 * time.Second, timeout: time.Minute, last: 0},
+		{name: "a late flush restarts the wait", states: []int{1, 1, 2, 2, 2, 3}, quiet: 3 * time.Second, timeout: time.Minute, last: 5 * time.Second},
+		{name: "never holds still", states: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, quiet: 3 * time.Second, timeout: 8 * time.Second,
+			err: "still changed 8s after the load"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)}
+			calls := 0
+			probe := func() (any, error) {
+				v := tt.states[min(calls, len(tt.states)-1)]
+				calls++
+				return []int{v}, nil
+			}
+			last, err := settle(probe, tt.quiet, tt.timeout, clock.now, clock.sleep)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.last, last)
+		})
+	}
+}
+
+func TestSettleStopsOnProbeError(t *testing.T) {
+	clock := &fakeClock{}
+	_, err := settle(func() (any, error) { return nil, errors.New("disk gone") }, time.Second, time.Minute, clock.now, clock.sleep)
+	assert.ErrorContains(t, err, "disk gone")
+}
+
+// TestTargetProcessWatched: a running target's process is sampled by pid
+// and reported with its CPU since the phase's start.
+func TestTargetProcessWatched(t *testing.T) {
+	// Use some CPU first, so counting from the phase's start shows.
+	for u, err := stack.SelfUsage(); u.CPUSeconds < 0.02; u, err = stack.SelfUsage() {
+		require.NoError(t, err)
+	}
+	tgt := &target{name: "target", pids: map[string]int{procTarget: os.Getpid()}}
+	w, err := newWatcher(tgt, []driver.Signal{driver.ArcLogs}, driver.NewRecorder(), "", func(string) {})
+	require.NoError(t, err)
+	require.Contains(t, w.first.usage, procTarget)
+	assert.Positive(t, w.first.usage[procTarget].PeakRSSBytes)
+	s, err := w.sample(0)
+	require.NoError(t, err)
+	assert.Contains(t, s.CPU, procTarget)
+
+	ph := &report.Phase{Procs: map[string]stack.Usage{}}
+	require.NoError(t, targetUsage(tgt, w.first, ph))
+	u := ph.Procs[procTarget]
+	whole, err := stack.SelfUsage()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, u.CPUSeconds, 0.0)
+	assert.Less(t, u.CPUSeconds, whole.CPUSeconds, "counted from the phase's start, not the process's")
+	assert.Positive(t, u.PeakRSSBytes)
+
+	gone := &target{pids: map[string]int{procTarget: 1 << 30}}
+	assert.ErrorContains(t, targetUsage(gone, point{}, ph), "target process")
 }

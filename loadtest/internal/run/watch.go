@@ -55,8 +55,13 @@ type target struct {
 	collectorMetrics string
 	sidecarMetrics   string
 	procs            map[string]*stack.Proc
-	stack            *stack.Stack
-	dataDir          string
+	// pids are running processes of a -target, watched by pid.
+	pids    map[string]int
+	stack   *stack.Stack
+	dataDir string
+	// settle, when positive, is how long a running target's Parquet tree
+	// must hold still before its rows are counted.
+	settle time.Duration
 }
 
 // point is everything read at one moment.
@@ -110,6 +115,11 @@ func (w *watcher) read() (point, error) {
 	}
 	for name, proc := range w.tgt.procs {
 		if u, err := proc.Usage(); err == nil {
+			p.usage[name] = u
+		}
+	}
+	for name, pid := range w.tgt.pids {
+		if u, err := stack.ReadUsage(pid); err == nil {
 			p.usage[name] = u
 		}
 	}
