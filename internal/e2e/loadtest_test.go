@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,4 +83,60 @@ func TestLoadHarness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadHarnessAgainstARunningServer measures an Arc-protocol server the
+// harness did not start, as for the side-by-side with Arc itself: it is
+// sampled by pid, its Parquet tree is counted once it has settled, and
+// every acknowledged row must be there (ours keeps them all).
+func TestLoadHarnessAgainstARunningServer(t *testing.T) {
+	dataDir := t.TempDir()
+	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)), "-flush-interval", "1s")
+	out := t.TempDir()
+	cmd := exec.Command(tool(t, "ARCLOAD_BIN", "arcload"), "-scenario", "arc-logs", "-duration", "3s", "-interval", "1s",
+		"-workers", "2", "-rate", "20000", "-out", out, "-duckdb", tool(t, "DUCKDB_BIN", "duckdb"),
+		"-target", "http://"+sc.http, "-target-pid", strconv.Itoa(sc.cmd.Process.Pid),
+		"-target-parquet", dataDir, "-target-settle", "3s")
+	logs, err := cmd.CombinedOutput()
+	require.NoError(t, err, "arcload: %s", logs)
+
+	var rep struct {
+		Arc struct {
+			Name   string  `json:"name"`
+			Rate   float64 `json:"rate_per_s"`
+			FlushS float64 `json:"flush_s"`
+			Loss   []struct {
+				Table                 string
+				Expected, Found, Lost int64
+				Files                 int
+				Bytes                 int64
+			} `json:"loss"`
+			Procs map[string]struct {
+				CPU  float64 `json:"cpu_seconds"`
+				Peak int64   `json:"peak_rss_bytes"`
+			} `json:"processes"`
+			Payload map[string]struct {
+				Raw  int `json:"raw_bytes"`
+				Gzip int `json:"gzip_bytes"`
+			} `json:"payload"`
+		} `json:"arc"`
+		Failures []string `json:"failures"`
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &rep))
+	assert.Empty(t, rep.Failures)
+	assert.Equal(t, "target http://"+sc.http, rep.Arc.Name)
+	require.Len(t, rep.Arc.Loss, 1)
+	l := rep.Arc.Loss[0]
+	assert.Equal(t, "application_logs", l.Table)
+	assert.Positive(t, l.Expected)
+	assert.Equal(t, l.Expected, l.Found, "every acknowledged row counted in the running server's tree")
+	assert.Positive(t, l.Files)
+	assert.Positive(t, l.Bytes)
+	assert.Positive(t, rep.Arc.Rate)
+	require.Contains(t, rep.Arc.Procs, "target")
+	assert.Positive(t, rep.Arc.Procs["target"].CPU)
+	assert.Positive(t, rep.Arc.Procs["target"].Peak)
+	assert.Greater(t, rep.Arc.Payload["application_logs"].Raw, rep.Arc.Payload["application_logs"].Gzip)
 }
