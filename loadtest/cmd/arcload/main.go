@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -124,7 +125,7 @@ func summary(rep *report.Report) string {
 		if ph.Throttled > 0 {
 			fmt.Fprintf(&b, "  pushed back %d", ph.Throttled)
 		}
-		if ph.Export == "arc" {
+		if ph.Export == "arc" && !math.IsNaN(float64(ph.AckLatency.P50)) {
 			fmt.Fprintf(&b, "  durable-ack p50 %.1f p99 %.1f ms", ph.AckLatency.P50, ph.AckLatency.P99)
 		}
 		b.WriteString("\n")

@@ -134,7 +134,7 @@ func (r *Report) summary(b *strings.Builder, phases []*Phase) {
 	for _, ph := range phases {
 		for _, table := range slices.Sorted(maps.Keys(ph.Payload)) {
 			p := ph.Payload[table]
-			fmt.Fprintf(b, "\nOne %s batch (%s): %s rows, %s bytes MessagePack, %s gzip-1.", table, ph.Name, count(int64(p.Rows)), count(int64(p.Raw)), count(int64(p.Gzip)))
+			fmt.Fprintf(b, "\nOne %s batch (%s): %s rows, %s bytes MessagePack, %s gzip-1.\n", table, ph.Name, count(int64(p.Rows)), count(int64(p.Raw)), count(int64(p.Gzip)))
 		}
 	}
 	b.WriteString("\n")
