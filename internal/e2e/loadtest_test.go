@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,7 +89,8 @@ func TestLoadHarness(t *testing.T) {
 // TestLoadHarnessAgainstARunningServer measures an Arc-protocol server the
 // harness did not start, as for the side-by-side with Arc itself: it is
 // sampled by pid, its Parquet tree is counted once it has settled, and
-// every acknowledged row must be there (ours keeps them all).
+// every acknowledged row must be there (ours keeps them all); -target-stop
+// stops it gracefully before the count.
 func TestLoadHarnessAgainstARunningServer(t *testing.T) {
 	dataDir := t.TempDir()
 	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)), "-flush-interval", "1s")
@@ -96,9 +98,15 @@ func TestLoadHarnessAgainstARunningServer(t *testing.T) {
 	cmd := exec.Command(tool(t, "ARCLOAD_BIN", "arcload"), "-scenario", "arc-logs", "-duration", "3s", "-interval", "1s",
 		"-workers", "2", "-rate", "20000", "-out", out, "-duckdb", tool(t, "DUCKDB_BIN", "duckdb"),
 		"-target", "http://"+sc.http, "-target-pid", strconv.Itoa(sc.cmd.Process.Pid),
-		"-target-parquet", dataDir, "-target-settle", "3s")
+		"-target-parquet", dataDir, "-target-settle", "3s", "-target-stop")
 	logs, err := cmd.CombinedOutput()
 	require.NoError(t, err, "arcload: %s", logs)
+	select {
+	case <-sc.done:
+		require.NoError(t, sc.err, "-target-stop stops the server gracefully")
+	case <-time.After(30 * time.Second):
+		t.Fatal("-target-stop did not stop the server")
+	}
 
 	var rep struct {
 		Arc struct {

@@ -62,6 +62,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
 	fs.IntVar(&c.TargetPID, "target-pid", 0, "with -target: the server's process id, to report its CPU seconds (from the load's start) and peak RSS (VmHWM) from /proc")
 	fs.StringVar(&c.TargetParquet, "target-parquet", "", "with -target: the root of the Parquet tree the server writes (<dir>/<database>/<table>/**/*.parquet, fresh for the run); after the load wait for -target-settle, then count its rows and bytes with DuckDB")
+	fs.BoolVar(&c.TargetStop, "target-stop", false, "with -target-pid: after the load (and -target-settle) stop the server with SIGTERM and wait for it to exit before counting, so what its graceful shutdown flushes counts (as for a started sidecar)")
 	fs.DurationVar(&c.TargetSettle, "target-settle", 10*time.Second, "with -target-parquet: the tree is settled once no Parquet file has appeared or changed for this long (make it longer than the server's flush interval)")
 	fs.StringVar(&c.CollectorMetrics, "collector-metrics", "", "with -target: the collector's Prometheus endpoint")
 	fs.StringVar(&c.SidecarMetrics, "sidecar-metrics", "", "with -target: the sidecar's /metrics URL")

@@ -28,13 +28,14 @@ func TestParseFlags(t *testing.T) {
 
 func TestParseFlagsRunningArcTarget(t *testing.T) {
 	c, err := parseFlags([]string{"-scenario", "arc-traces", "-target", "http://127.0.0.1:8000", "-target-pid", "4242",
-		"-target-parquet", "/tmp/arc/data", "-target-settle", "12s", "-workers", "8"})
+		"-target-parquet", "/tmp/arc/data", "-target-settle", "12s", "-target-stop", "-workers", "8"})
 	require.NoError(t, err)
 	assert.Equal(t, "arc", c.Driver)
 	assert.False(t, c.Ceiling)
 	assert.Equal(t, 4242, c.TargetPID)
 	assert.Equal(t, "/tmp/arc/data", c.TargetParquet)
 	assert.Equal(t, 12*time.Second, c.TargetSettle)
+	assert.True(t, c.TargetStop)
 
 	c, err = parseFlags([]string{"-scenario", "arc-logs"})
 	require.NoError(t, err)

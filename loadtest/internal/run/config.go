@@ -73,6 +73,10 @@ type Config struct {
 	// counts the rows and bytes there.
 	TargetParquet string
 	TargetSettle  time.Duration
+	// TargetStop stops the TargetPID process with SIGTERM after the load
+	// (and the settling), and waits for its exit before counting: what a
+	// graceful shutdown flushes counts, as for a started sidecar.
+	TargetStop bool
 	// Token is the bearer token of the Arc write API, if it needs one.
 	Token string
 	// TimeOffset shifts the sent items' timestamps (otlp and arc drivers).
@@ -148,6 +152,9 @@ func (c Config) Validate() error {
 	}
 	if c.Target == "" && (c.TargetPID != 0 || c.TargetParquet != "") {
 		errs = append(errs, errors.New("-target-pid and -target-parquet describe a running -target; a started stack is measured already"))
+	}
+	if c.TargetStop && c.TargetPID <= 0 {
+		errs = append(errs, errors.New("-target-stop needs -target-pid: the process to stop"))
 	}
 	if c.TargetPID < 0 {
 		errs = append(errs, fmt.Errorf("target pid %d: must be positive", c.TargetPID))

@@ -298,6 +298,9 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		ph.Procs[procTelgen] = l.tg.Usage
 	}
 	if export == stack.ExportArc {
+		if err := r.finishTarget(tgt, ph); err != nil {
+			return nil, err
+		}
 		if err := r.checkLoss(tgt, l, ph); err != nil {
 			return nil, err
 		}
@@ -434,22 +437,8 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 		r.Progress("no data directory to count rows in (-data-dir): loss check skipped")
 		return nil
 	}
-	db := r.Database
-	if db == "" {
-		db = "default"
-	}
-	switch {
-	case tgt.settle > 0:
-		// A running server that flushes on its own schedule: wait until
-		// its files stop changing. Its rows carry no ids: counts only.
-		r.Progress(fmt.Sprintf("waiting for %s's Parquet to settle (no change for %s)", tgt.name, tgt.settle))
-		probe := func() (any, error) { return r.disk(tgt.dataDir, db) }
-		last, err := settle(probe, tgt.settle, r.DrainTimeout, time.Now, time.Sleep)
-		if err != nil {
-			return err
-		}
-		ph.FlushS = last.Seconds()
-	case tgt.stack == nil:
+	db := r.database()
+	if tgt.stack == nil && tgt.settle == 0 && tgt.final == nil {
 		if l.otlp == nil {
 			// Neither telemetrygen nor the Arc driver marks its rows.
 			r.Progress("telemetrygen against a running sidecar: its rows cannot be told from earlier ones; loss check skipped")
@@ -540,6 +529,46 @@ func waitFlushed(metrics string, timeout time.Duration) error {
 	}
 }
 
+func (r *Runner) database() string {
+	if r.Database == "" {
+		return "default"
+	}
+	return r.Database
+}
+
+// finishTarget lets a running target write what it buffered before its
+// rows are counted: it waits until the target's Parquet files hold still
+// and, with -target-stop, stops it gracefully (as a started sidecar is
+// stopped). FlushS is the time this took: until the last file changed,
+// plus the shutdown.
+func (r *Runner) finishTarget(tgt *target, ph *report.Phase) error {
+	if tgt.stack != nil {
+		return nil
+	}
+	if tgt.settle > 0 {
+		// A server that flushes on its own schedule: wait until its
+		// files stop changing.
+		r.Progress(fmt.Sprintf("waiting for %s's Parquet to settle (no change for %s)", tgt.name, tgt.settle))
+		probe := func() (any, error) { return r.disk(tgt.dataDir, r.database()) }
+		last, err := settle(probe, tgt.settle, r.DrainTimeout, time.Now, time.Sleep)
+		if err != nil {
+			return err
+		}
+		ph.FlushS = last.Seconds()
+	}
+	if r.TargetStop {
+		r.Progress(fmt.Sprintf("stopping %s (SIGTERM to %d) so it writes what it still holds", tgt.name, r.TargetPID))
+		start := time.Now()
+		u, err := stack.Terminate(r.TargetPID, r.DrainTimeout)
+		if err != nil {
+			return fmt.Errorf("stop the target: %w", err)
+		}
+		ph.FlushS += time.Since(start).Seconds()
+		tgt.final = map[string]stack.Usage{procTarget: u}
+	}
+	return nil
+}
+
 // disk is the state of the run's tables on disk: it changes whenever a
 // file appears, goes or grows.
 func (r *Runner) disk(dataDir, db string) ([]loss.Disk, error) {
@@ -587,9 +616,12 @@ func settle(probe func() (any, error), quiet, timeout time.Duration, now func() 
 // phase's start, peak RSS since its own start.
 func targetUsage(tgt *target, first point, ph *report.Phase) error {
 	for name, pid := range tgt.pids {
-		u, err := stack.ReadUsage(pid)
-		if err != nil {
-			return fmt.Errorf("target process %d: %w", pid, err)
+		u, ok := tgt.final[name]
+		if !ok {
+			var err error
+			if u, err = stack.ReadUsage(pid); err != nil {
+				return fmt.Errorf("target process %d: %w", pid, err)
+			}
 		}
 		u.CPUSeconds -= first.usage[name].CPUSeconds
 		ph.Procs[name] = u

@@ -39,6 +39,12 @@ func TestConfigValidate(t *testing.T) {
 		{"ceiling against a running target", func(c *Config) { c.Target = "x:1"; c.CollectorMetrics = "http://x/metrics"; c.Ceiling = true }, "ceiling needs a stack"},
 		{"target pid without a target", func(c *Config) { c.TargetPID = 42 }, "describe a running -target"},
 		{"target parquet without a target", func(c *Config) { c.TargetParquet = "/data" }, "describe a running -target"},
+		{"stop without a pid", func(c *Config) {
+			c.Target = "http://x"
+			c.Scenario = "arc-logs"
+			c.Driver = DriverArc
+			c.TargetStop = true
+		}, "-target-stop needs -target-pid"},
 		{"negative target pid", func(c *Config) {
 			c.Target = "http://x"
 			c.Scenario = "arc-logs"

@@ -55,8 +55,10 @@ type target struct {
 	collectorMetrics string
 	sidecarMetrics   string
 	procs            map[string]*stack.Proc
-	// pids are running processes of a -target, watched by pid.
+	// pids are running processes of a -target, watched by pid; final is
+	// their last usage when the run stopped them.
 	pids    map[string]int
+	final   map[string]stack.Usage
 	stack   *stack.Stack
 	dataDir string
 	// settle, when positive, is how long a running target's Parquet tree

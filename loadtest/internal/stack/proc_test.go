@@ -1,8 +1,12 @@
 package stack
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,4 +42,76 @@ func TestCollectorConfigExports(t *testing.T) {
 	assert.Contains(t, nop, "nop: {}")
 	assert.Contains(t, nop, "exporters: [nop]")
 	assert.Contains(t, nop, "processors: [memory_limiter]", "the ceiling runs the same processors")
+}
+
+func TestProcState(t *testing.T) {
+	for stat, want := range map[string]string{
+		"1234 (my (proc) x) S 1 1234": "S",
+		"99 (arc) Z 1 99":             "Z",
+	} {
+		got, err := procState([]byte(stat))
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+	_, err := procState([]byte("garbage"))
+	assert.Error(t, err)
+}
+
+// TestTerminate stops processes this one started only to observe them, as
+// a -target server is: one that exits on SIGTERM (reaped or left a
+// zombie), one that ignores it.
+func TestTerminate(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		reap   bool
+		err    string
+	}{
+		{name: "exits and is reaped", script: "exec sleep 60", reap: true},
+		{name: "exits and stays a zombie", script: "exec sleep 60"},
+		{name: "ignores SIGTERM", script: `trap "" TERM; echo ready; while :; do sleep 0.05; done`, reap: true, err: "did not exit within"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", tt.script)
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			if strings.Contains(tt.script, "echo ready") {
+				// SIGTERM only once the trap is set.
+				line, err := bufio.NewReader(out).ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "ready\n", line)
+			}
+			pid := cmd.Process.Pid
+			waited := make(chan struct{})
+			if tt.reap {
+				go func() { _ = cmd.Wait(); close(waited) }()
+			}
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				if tt.reap {
+					<-waited
+				} else {
+					_ = cmd.Wait()
+				}
+			})
+			timeout := 30 * time.Second
+			if tt.err != "" {
+				timeout = 300 * time.Millisecond
+			}
+			u, err := Terminate(pid, timeout)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Positive(t, u.PeakRSSBytes, "read while it ran")
+			gone, err := exited(pid)
+			require.NoError(t, err)
+			assert.True(t, gone)
+		})
+	}
+	_, err := Terminate(1<<30, time.Second)
+	assert.Error(t, err, "no such process")
 }
