@@ -36,6 +36,7 @@ func TestParseFlagsRunningArcTarget(t *testing.T) {
 	assert.Equal(t, "/tmp/arc/data", c.TargetParquet)
 	assert.Equal(t, 12*time.Second, c.TargetSettle)
 	assert.True(t, c.TargetStop)
+	assert.Equal(t, 64, c.Payloads, "64 distinct batches by default")
 
 	c, err = parseFlags([]string{"-scenario", "arc-logs"})
 	require.NoError(t, err)

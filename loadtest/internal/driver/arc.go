@@ -43,6 +43,7 @@ type Arc struct {
 	// has generated the payloads.
 	Sizes  map[Signal]PayloadSize
 	client *http.Client
+	bodies map[Signal][][]byte // from Prepare, for the next Run
 }
 
 // PayloadSize is the weight of one batch: MessagePack bytes before and
@@ -53,14 +54,13 @@ type PayloadSize struct {
 	Gzip int `json:"gzip_bytes"`
 }
 
-// Run sends until the plan's duration has passed or ctx ends.
-func (d *Arc) Run(ctx context.Context) error {
-	if err := d.Plan.Validate(); err != nil {
-		return err
-	}
+// Prepare generates the payloads, so that a caller can do it before its
+// clock starts (Run does it otherwise). A Run uses them once: the next
+// generates fresh ones, with fresh timestamps.
+func (d *Arc) Prepare() error {
 	n := max(1, d.Payloads)
 	now := time.Now().Add(d.Plan.TimeOffset)
-	bodies := map[Signal][][]byte{}
+	d.bodies = map[Signal][][]byte{}
 	d.Sizes = map[Signal]PayloadSize{}
 	for _, s := range d.Plan.Signals {
 		var sum PayloadSize
@@ -73,12 +73,27 @@ func (d *Arc) Run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			bodies[s] = append(bodies[s], b)
+			d.bodies[s] = append(d.bodies[s], b)
 			sum.Raw += len(raw)
 			sum.Gzip += len(b)
 		}
 		d.Sizes[s] = PayloadSize{Rows: d.Plan.Batch, Raw: sum.Raw / n, Gzip: sum.Gzip / n}
 	}
+	return nil
+}
+
+// Run sends until the plan's duration has passed or ctx ends.
+func (d *Arc) Run(ctx context.Context) error {
+	if err := d.Plan.Validate(); err != nil {
+		return err
+	}
+	if d.bodies == nil {
+		if err := d.Prepare(); err != nil {
+			return err
+		}
+	}
+	bodies, n := d.bodies, max(1, d.Payloads)
+	d.bodies = nil
 	d.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: d.Plan.Workers}}
 	pace := newPacer(d.Plan.Rate, d.Plan.Batch, time.Now())
 	ctx, cancel := context.WithTimeout(ctx, d.Plan.Duration)

@@ -195,3 +195,19 @@ func distinct(vals []string) map[string]bool {
 	}
 	return out
 }
+
+// TestArcPrepareBeforeTheClock: payloads can be generated before a run is
+// timed, and a run uses them once.
+func TestArcPrepareBeforeTheClock(t *testing.T) {
+	srv := &arcServer{rows: map[string]int{}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	d := &Arc{Plan: Plan{Signals: []Signal{ArcTraces}, Rate: 5_000, Duration: 100 * time.Millisecond, Workers: 1, Batch: 50, Endpoint: hs.URL},
+		Recorder: NewRecorder(), Payloads: 4}
+	require.NoError(t, d.Prepare())
+	require.Len(t, d.bodies[ArcTraces], 4)
+	assert.Equal(t, 50, d.Sizes[ArcTraces].Rows, "sizes known before the run")
+	require.NoError(t, d.Run(context.Background()))
+	assert.Nil(t, d.bodies, "used once")
+	assert.Positive(t, d.Recorder.Total().Acked[ArcTraces])
+}

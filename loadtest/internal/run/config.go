@@ -77,6 +77,9 @@ type Config struct {
 	// (and the settling), and waits for its exit before counting: what a
 	// graceful shutdown flushes counts, as for a started sidecar.
 	TargetStop bool
+	// Payloads is how many distinct batches the Arc driver pre-generates
+	// per measurement and cycles through.
+	Payloads int
 	// Token is the bearer token of the Arc write API, if it needs one.
 	Token string
 	// TimeOffset shifts the sent items' timestamps (otlp and arc drivers).
@@ -140,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.Workers < len(c.Signals()) {
 		errs = append(errs, fmt.Errorf("workers %d: need at least one per signal", c.Workers))
+	}
+	if IsArc(c.Scenario) && c.Payloads <= 0 {
+		errs = append(errs, fmt.Errorf("payloads %d: the arc driver needs at least one", c.Payloads))
 	}
 	if c.Batch <= 0 {
 		errs = append(errs, fmt.Errorf("batch %d: must be positive", c.Batch))

@@ -184,7 +184,12 @@ func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
 	if r.Driver == DriverArc {
 		rec := driver.NewRecorder()
 		p.Endpoint = tgt.url
-		return &load{arc: &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Payloads: 64}, rec: rec}, nil
+		d := &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Payloads: r.Payloads}
+		// Before the clock starts: a thousand payloads take seconds.
+		if err := d.Prepare(); err != nil {
+			return nil, err
+		}
+		return &load{arc: d, rec: rec}, nil
 	}
 	if r.Driver == DriverOTLP {
 		rec := driver.NewRecorder()

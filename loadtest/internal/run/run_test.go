@@ -39,6 +39,7 @@ func TestConfigValidate(t *testing.T) {
 		{"ceiling against a running target", func(c *Config) { c.Target = "x:1"; c.CollectorMetrics = "http://x/metrics"; c.Ceiling = true }, "ceiling needs a stack"},
 		{"target pid without a target", func(c *Config) { c.TargetPID = 42 }, "describe a running -target"},
 		{"target parquet without a target", func(c *Config) { c.TargetParquet = "/data" }, "describe a running -target"},
+		{"arc driver without payloads", func(c *Config) { c.Scenario = "arc-logs"; c.Driver = DriverArc; c.Payloads = 0 }, "payloads 0"},
 		{"stop without a pid", func(c *Config) {
 			c.Target = "http://x"
 			c.Scenario = "arc-logs"
@@ -158,7 +159,7 @@ func TestFailures(t *testing.T) {
 }
 
 func TestConfigAcceptsARunningArcTarget(t *testing.T) {
-	c := Config{Scenario: "arc-traces", Driver: DriverArc, Duration: time.Minute, Workers: 8, Batch: 1000, Interval: 5 * time.Second,
+	c := Config{Scenario: "arc-traces", Driver: DriverArc, Duration: time.Minute, Workers: 8, Batch: 1000, Interval: 5 * time.Second, Payloads: 64,
 		Target: "http://127.0.0.1:8000", TargetPID: 1234, TargetParquet: "/tmp/arc/data", TargetSettle: 10 * time.Second}
 	assert.NoError(t, c.Validate())
 }
