@@ -61,6 +61,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.DurationVar(&c.TimeOffset, "time-offset", 0, "shift the items' timestamps from now (e.g. -2h fills a past hour that compaction can take)")
 	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
 	fs.IntVar(&c.Payloads, "payloads", 64, "arc driver: distinct pre-generated batches per measurement, cycled; raise it (e.g. 1024) when comparing bytes per row, since a server that sorts a file by time (Arc) compresses repeated batches away")
+	fs.BoolVar(&c.FreshTimes, "fresh-times", false, "arc driver: move each request's timestamps to its send time and gzip it anew (~1 ms of driver CPU per 1000 rows), so cycled batches never repeat a row")
 	fs.IntVar(&c.TargetPID, "target-pid", 0, "with -target: the server's process id, to report its CPU seconds (from the load's start) and peak RSS (VmHWM) from /proc")
 	fs.StringVar(&c.TargetParquet, "target-parquet", "", "with -target: the root of the Parquet tree the server writes (<dir>/<database>/<table>/**/*.parquet, fresh for the run); after the load wait for -target-settle, then count its rows and bytes with DuckDB")
 	fs.BoolVar(&c.TargetStop, "target-stop", false, "with -target-pid: after the load (and -target-settle) stop the server with SIGTERM and wait for it to exit before counting, so what its graceful shutdown flushes counts (as for a started sidecar)")

@@ -28,7 +28,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestParseFlagsRunningArcTarget(t *testing.T) {
 	c, err := parseFlags([]string{"-scenario", "arc-traces", "-target", "http://127.0.0.1:8000", "-target-pid", "4242",
-		"-target-parquet", "/tmp/arc/data", "-target-settle", "12s", "-target-stop", "-workers", "8"})
+		"-target-parquet", "/tmp/arc/data", "-target-settle", "12s", "-target-stop", "-workers", "8", "-fresh-times"})
 	require.NoError(t, err)
 	assert.Equal(t, "arc", c.Driver)
 	assert.False(t, c.Ceiling)
@@ -36,6 +36,7 @@ func TestParseFlagsRunningArcTarget(t *testing.T) {
 	assert.Equal(t, "/tmp/arc/data", c.TargetParquet)
 	assert.Equal(t, 12*time.Second, c.TargetSettle)
 	assert.True(t, c.TargetStop)
+	assert.True(t, c.FreshTimes)
 	assert.Equal(t, 64, c.Payloads, "64 distinct batches by default")
 
 	c, err = parseFlags([]string{"-scenario", "arc-logs"})

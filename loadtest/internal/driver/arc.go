@@ -39,11 +39,15 @@ type Arc struct {
 	Token    string
 	Database string
 	Payloads int
+	// Fresh moves each request's timestamps to its send time (gzipping
+	// every request anew), so cycled batches never repeat a row.
+	Fresh bool
 	// Sizes is the mean size of one batch per measurement, known once Run
 	// has generated the payloads.
 	Sizes  map[Signal]PayloadSize
 	client *http.Client
 	bodies map[Signal][][]byte // from Prepare, for the next Run
+	fresh  map[Signal][]*freshBody
 }
 
 // PayloadSize is the weight of one batch: MessagePack bytes before and
@@ -61,6 +65,7 @@ func (d *Arc) Prepare() error {
 	n := max(1, d.Payloads)
 	now := time.Now().Add(d.Plan.TimeOffset)
 	d.bodies = map[Signal][][]byte{}
+	d.fresh = map[Signal][]*freshBody{}
 	d.Sizes = map[Signal]PayloadSize{}
 	for _, s := range d.Plan.Signals {
 		var sum PayloadSize
@@ -73,7 +78,16 @@ func (d *Arc) Prepare() error {
 			if err != nil {
 				return err
 			}
-			d.bodies[s] = append(d.bodies[s], b)
+			if d.Fresh {
+				// Only the template is kept: each send gzips anew.
+				fb, err := newFreshBody(raw, d.Plan.Batch, timeUnit(s), now)
+				if err != nil {
+					return err
+				}
+				d.fresh[s] = append(d.fresh[s], fb)
+			} else {
+				d.bodies[s] = append(d.bodies[s], b)
+			}
 			sum.Raw += len(raw)
 			sum.Gzip += len(b)
 		}
@@ -92,8 +106,8 @@ func (d *Arc) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	bodies, n := d.bodies, max(1, d.Payloads)
-	d.bodies = nil
+	bodies, fresh, n := d.bodies, d.fresh, max(1, d.Payloads)
+	d.bodies, d.fresh = nil, nil
 	d.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: d.Plan.Workers}}
 	pace := newPacer(d.Plan.Rate, d.Plan.Batch, time.Now())
 	ctx, cancel := context.WithTimeout(ctx, d.Plan.Duration)
@@ -104,8 +118,21 @@ func (d *Arc) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf bytes.Buffer
+			var scratch []byte
 			for i := w; pace.wait(ctx); i++ {
-				d.send(ctx, s, bodies[s][i%n])
+				var body []byte
+				if !d.Fresh {
+					body = bodies[s][i%n]
+				} else {
+					var err error
+					if scratch, err = fresh[s][i%n].at(time.Now().Add(d.Plan.TimeOffset), &buf, scratch); err != nil {
+						d.Recorder.Failure(d.Plan.Batch)
+						continue
+					}
+					body = buf.Bytes()
+				}
+				d.send(ctx, s, body)
 			}
 		}()
 	}

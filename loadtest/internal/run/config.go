@@ -80,6 +80,8 @@ type Config struct {
 	// Payloads is how many distinct batches the Arc driver pre-generates
 	// per measurement and cycles through.
 	Payloads int
+	// FreshTimes moves each Arc request's timestamps to its send time.
+	FreshTimes bool
 	// Token is the bearer token of the Arc write API, if it needs one.
 	Token string
 	// TimeOffset shifts the sent items' timestamps (otlp and arc drivers).

@@ -184,7 +184,7 @@ func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
 	if r.Driver == DriverArc {
 		rec := driver.NewRecorder()
 		p.Endpoint = tgt.url
-		d := &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Payloads: r.Payloads}
+		d := &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Payloads: r.Payloads, Fresh: r.FreshTimes}
 		// Before the clock starts: a thousand payloads take seconds.
 		if err := d.Prepare(); err != nil {
 			return nil, err
