@@ -20,12 +20,11 @@ import (
 
 func TestFreshBodyMovesOnlyTheTimestamps(t *testing.T) {
 	for _, s := range []Signal{ArcTraces, ArcLogs, ArcMetrics, ArcEvents} {
-		// Each size of MessagePack array header: fixarray, array16, array32.
-		for _, rows := range []int{10, 300, 70_000} {
-			t.Run(fmt.Sprintf("%s/rows=%d", s, rows), func(t *testing.T) {
-				freshRoundTrip(t, s, rows)
-			})
-		}
+		t.Run(string(s), func(t *testing.T) { freshRoundTrip(t, s, 300) })
+	}
+	// Each size of MessagePack array header: fixarray, array16 (above), array32.
+	for _, rows := range []int{10, 1 << 16} {
+		t.Run(fmt.Sprintf("%s/rows=%d", ArcMetrics, rows), func(t *testing.T) { freshRoundTrip(t, ArcMetrics, rows) })
 	}
 }
 
