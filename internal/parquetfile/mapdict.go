@@ -1,0 +1,258 @@
+package parquetfile
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+)
+
+// Which leaves of the top-level map<string, string> columns (the attribute
+// maps and their type maps) get a dictionary: see mapDict.
+const (
+	mapDictNone = iota
+	mapDictKeys
+	mapDictKeysAndValues
+)
+
+// mapDict says which leaves of the map columns are dictionary-encoded
+// (each still only where the file's first row group shows its values
+// repeating, dictLimit). Keys repeat on every row and value columns mix
+// repeated values (resource attributes, methods, routes, type tags) with
+// a few unique ones (paths, request ids): both pay.
+var mapDict = mapDictKeysAndValues
+
+// mapDictColumn dictionary-encodes the keys and the values of one top-level
+// map<string, string> column for a row group, with the dictionaries of
+// stringDict, and hands pqarrow one map array for the whole row group whose
+// key and value arrays are dictionary arrays (its offsets and validity are
+// the runs' own, rebased). The Parquet schema does not change: the map's
+// key and value columns are still BYTE_ARRAY strings, only their encoding
+// is RLE_DICTIONARY instead of PLAIN.
+type mapDictColumn struct {
+	keyPath, valuePath string // Parquet column paths of the leaves
+	mapType            *arrow.MapType
+	keys, values       mapLeaf
+
+	offsets []int32 // of the row group's rows, from 0
+	valid   []byte  // validity bitmap when nulls > 0
+	nulls   int
+}
+
+// mapLeaf is the key or the value column of a map column for a row group:
+// dictionary indices, or (when the dictionary is off) the values copied
+// into one string array.
+type mapLeaf struct {
+	off     bool
+	dict    stringDict
+	indices []int32
+	plain   *array.StringBuilder
+}
+
+// on reports whether either leaf is written with a dictionary (otherwise
+// the column is written as the records hold it).
+func (m *mapDictColumn) on() bool { return !m.keys.off || !m.values.off }
+
+// build encodes the column's keys and values of the pending runs. In the
+// first row group (first), a leaf whose values repeat too little
+// (dictLimit of its entries) turns its dictionary off for the file.
+func (m *mapDictColumn) build(runs []run, field int, first bool) {
+	if !m.on() {
+		return
+	}
+	rows := 0
+	m.offsets = append(m.offsets[:0], 0)
+	for _, r := range runs {
+		arr := r.rec.Column(field).(*array.Map)
+		offs := arr.Offsets()[arr.Data().Offset():]
+		end := m.offsets[len(m.offsets)-1]
+		for i := r.start; i < r.end; i++ {
+			end += offs[i+1] - offs[i]
+			m.offsets = append(m.offsets, end)
+		}
+		rows += int(r.end - r.start)
+	}
+	m.validity(runs, field, rows)
+	entries := int64(m.offsets[len(m.offsets)-1])
+	limit := 0
+	if first {
+		limit = dictLimit(entries)
+	}
+	for child, leaf := range []*mapLeaf{&m.keys, &m.values} {
+		if leaf.off {
+			continue
+		}
+		if !leaf.encode(runs, field, child, limit) {
+			leaf.off = true
+			leaf.dict.reset()
+		}
+	}
+	if !m.on() {
+		return
+	}
+	for child, leaf := range []*mapLeaf{&m.keys, &m.values} {
+		if leaf.off {
+			leaf.copy(runs, field, child, int(entries))
+		}
+	}
+}
+
+// validity counts the null maps of the runs and, if there are any, builds
+// the row group's validity bitmap.
+func (m *mapDictColumn) validity(runs []run, field int, rows int) {
+	m.nulls = 0
+	for _, r := range runs {
+		col := r.rec.Column(field)
+		if col.NullN() == 0 {
+			continue
+		}
+		for i := r.start; i < r.end; i++ {
+			if col.IsNull(int(i)) {
+				m.nulls++
+			}
+		}
+	}
+	if m.nulls == 0 {
+		return
+	}
+	m.valid = append(m.valid[:0], make([]byte, bitutil.BytesForBits(int64(rows)))...)
+	row := 0
+	for _, r := range runs {
+		col := r.rec.Column(field)
+		for i := r.start; i < r.end; i++ {
+			if col.IsValid(int(i)) {
+				bitutil.SetBit(m.valid, row)
+			}
+			row++
+		}
+	}
+}
+
+// leafOf is the keys (child 0) or the values (child 1) of a map array,
+// indexed like its offsets: arrow-go's Keys and Items do not apply the
+// entries struct's own offset, so it is returned to add.
+func leafOf(arr *array.Map, child int) (*array.String, int32) {
+	base := int32(arr.Data().Children()[0].Offset())
+	if child == 0 {
+		return arr.Keys().(*array.String), base
+	}
+	return arr.Items().(*array.String), base
+}
+
+// encode appends the indices of the leaf's values of the runs. Maps of
+// consecutive rows tend to be alike (a resource's attributes repeat on
+// every one of its spans; spans of one kind carry the same keys), so a
+// value equal to the one at the same position of the previous row's map
+// takes its index without hashing.
+func (l *mapLeaf) encode(runs []run, field, child, limit int) bool {
+	l.indices = l.indices[:0]
+	var (
+		prev                       *array.String
+		prevStart, prevLen, prevAt int
+	)
+	for _, r := range runs {
+		arr := r.rec.Column(field).(*array.Map)
+		col, base := leafOf(arr, child)
+		offs := arr.Offsets()[arr.Data().Offset():]
+		for i := r.start; i < r.end; i++ {
+			s, e := int(base+offs[i]), int(base+offs[i+1])
+			at := len(l.indices)
+			for j := s; j < e; j++ {
+				v := col.Value(j)
+				if p := j - s; p < prevLen && prev.Value(prevStart+p) == v {
+					l.indices = append(l.indices, l.indices[prevAt+p])
+					continue
+				}
+				idx, ok := l.dict.add(v, limit)
+				if !ok {
+					return false
+				}
+				l.indices = append(l.indices, idx)
+			}
+			if e > s {
+				prev, prevStart, prevLen, prevAt = col, s, e-s, at
+			}
+		}
+	}
+	return true
+}
+
+// copy gathers the leaf's values of the runs into one string array, for a
+// leaf without dictionary in a map whose other leaf has one.
+func (l *mapLeaf) copy(runs []run, field, child, entries int) {
+	if l.plain == nil {
+		l.plain = array.NewStringBuilder(memory.DefaultAllocator)
+	}
+	l.plain.Reserve(entries)
+	for _, r := range runs {
+		arr := r.rec.Column(field).(*array.Map)
+		col, base := leafOf(arr, child)
+		offs := arr.Offsets()[arr.Data().Offset():]
+		for j := int(base + offs[r.start]); j < int(base+offs[r.end]); j++ {
+			l.plain.Append(col.Value(j))
+		}
+	}
+}
+
+// data is the leaf's array data for the row group.
+func (l *mapLeaf) data() (arrow.DataType, arrow.ArrayData) {
+	if l.off {
+		a := l.plain.NewStringArray()
+		d := a.Data()
+		d.Retain()
+		a.Release()
+		return arrow.BinaryTypes.String, d
+	}
+	dict := l.dict.finish()
+	defer dict.Release()
+	idx := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(l.indices))
+	return dictType, array.NewDataWithDictionary(dictType, len(l.indices), []*memory.Buffer{nil, idx}, 0, 0, dict.Data().(*array.Data))
+}
+
+// array returns the map array of the row group.
+func (m *mapDictColumn) array() arrow.Array {
+	keyType, keys := m.keys.data()
+	defer keys.Release()
+	valueType, values := m.values.data()
+	defer values.Release()
+	mt := arrow.MapOf(keyType, valueType)
+	mt.SetItemNullable(m.mapType.ItemField().Nullable)
+	entries := array.NewData(mt.Elem(), keys.Len(), []*memory.Buffer{nil}, []arrow.ArrayData{keys, values}, 0, 0)
+	defer entries.Release()
+	var valid *memory.Buffer
+	if m.nulls > 0 {
+		valid = memory.NewBufferBytes(m.valid)
+	}
+	offsets := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(m.offsets))
+	data := array.NewData(mt, len(m.offsets)-1, []*memory.Buffer{valid, offsets}, []arrow.ArrayData{entries}, m.nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// reset empties the column for the next row group; the choices of the
+// first row group stay.
+func (m *mapDictColumn) reset() {
+	for _, l := range []*mapLeaf{&m.keys, &m.values} {
+		l.dict.reset()
+		l.indices = l.indices[:0]
+		if l.plain != nil {
+			l.plain.Release()
+			l.plain = nil
+		}
+	}
+}
+
+// mapDictOf returns the mapDictColumn of a top-level Parquet MAP column
+// whose keys and values are strings (Arrow type typ), nil for any other
+// column or when mapDict is mapDictNone.
+func mapDictOf(node parquet.Field, typ arrow.DataType) *mapDictColumn {
+	mt, ok := typ.(*arrow.MapType)
+	if !ok || mapDict == mapDictNone || mt.KeyType().ID() != arrow.STRING || mt.ItemType().ID() != arrow.STRING {
+		return nil
+	}
+	prefix := node.Name() + "." + node.Fields()[0].Name() + "." // fit checked the key and value fields
+	m := &mapDictColumn{keyPath: prefix + "key", valuePath: prefix + "value", mapType: mt}
+	m.values.off = mapDict == mapDictKeys
+	return m
+}

@@ -1,0 +1,170 @@
+package parquetfile
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type labelled struct {
+	N      int64             `parquet:"n"`
+	Labels map[string]string `parquet:"labels,optional"`
+}
+
+var labelledArrow = arrow.NewSchema([]arrow.Field{
+	{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "labels", Type: stringMap(), Nullable: true},
+}, nil)
+
+// labelledRecord builds rows [from, to) of a table whose maps are null
+// every seventh row and empty every fifth; label "id" is unique per row
+// when unique is set, one of three values otherwise.
+func labelledRecord(t *testing.T, from, to int, unique bool) (arrow.RecordBatch, []labelled) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, labelledArrow)
+	defer b.Release()
+	mb := b.Field(1).(*array.MapBuilder)
+	kb, vb := mb.KeyBuilder().(*array.StringBuilder), mb.ItemBuilder().(*array.StringBuilder)
+	var want []labelled
+	for i := from; i < to; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		r := labelled{N: int64(i)}
+		switch {
+		case i%7 == 0:
+			mb.AppendNull()
+		case i%5 == 0:
+			mb.Append(true)
+			r.Labels = map[string]string{}
+		default:
+			mb.Append(true)
+			id := fmt.Sprint("id-", i%3)
+			if unique {
+				id = fmt.Sprint("id-", i)
+			}
+			r.Labels = map[string]string{"service": "svc", "zone": fmt.Sprint("z", i%2), "id": id}
+			for _, k := range []string{"service", "zone", "id"} {
+				kb.Append(k)
+				vb.Append(r.Labels[k])
+			}
+		}
+		want = append(want, r)
+	}
+	return b.NewRecordBatch(), want
+}
+
+func encodingsOf(t *testing.T, data []byte) map[string][]format.Encoding {
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	out := map[string][]format.Encoding{}
+	for _, rg := range f.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			p := strings.Join(cc.MetaData.PathInSchema, ".")
+			out[p] = append(out[p], cc.MetaData.Encoding...)
+		}
+	}
+	return out
+}
+
+func isDict(encs []format.Encoding) bool {
+	return slices.ContainsFunc(encs, func(e format.Encoding) bool { return e == format.RLEDictionary || e == format.PlainDictionary })
+}
+
+// The keys and values of map<string, string> columns are written with a
+// dictionary where the first row group shows them repeating, PLAIN where
+// it does not; null maps, empty maps, row subsets and several row groups
+// read back as written.
+func TestMapColumnsDictionaryEncoded(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		unique     bool
+		valuesDict bool
+	}{
+		{"repeated values", false, true},
+		{"unique values", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec1, want1 := labelledRecord(t, 0, 700, tc.unique)
+			defer rec1.Release()
+			rec2, want2 := labelledRecord(t, 700, 1500, tc.unique)
+			defer rec2.Release()
+			var buf bytes.Buffer
+			w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{RowGroupRows: 1000})
+			require.NoError(t, err)
+			require.NoError(t, w.Write(rec1, nil))
+			require.NoError(t, w.Write(rec2, []int32{3, 4, 5, 100, 101, 102, 103, 799})) // sliced runs
+			require.NoError(t, w.Write(rec2, nil))
+			require.NoError(t, w.Close())
+
+			want := slices.Clone(want1)
+			for _, i := range []int{3, 4, 5, 100, 101, 102, 103, 799} {
+				want = append(want, want2[i])
+			}
+			want = append(want, want2...)
+			got, err := parquet.Read[labelled](bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			require.NoError(t, err)
+			require.Len(t, got, len(want))
+			for i := range want {
+				if want[i].Labels == nil {
+					assert.Empty(t, got[i].Labels, "row %d", i) // parquet-go reads a null map as empty
+				} else {
+					assert.Equal(t, want[i], got[i], "row %d", i)
+				}
+			}
+			encs := encodingsOf(t, buf.Bytes())
+			assert.True(t, isDict(encs["labels.key_value.key"]), "keys not dictionary-encoded: %v", encs["labels.key_value.key"])
+			assert.Equal(t, tc.valuesDict, isDict(encs["labels.key_value.value"]), "values: %v", encs["labels.key_value.value"])
+		})
+	}
+}
+
+// A null map stays null, not empty: the writer rebuilds the validity of
+// the row group's runs (pyarrow-level check through arrow-go's reader is
+// in the e2e tests; here the definition levels, read by parquet-go).
+func TestMapColumnsKeepNulls(t *testing.T) {
+	rec, want := labelledRecord(t, 0, 400, false)
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}))
+	require.NoError(t, w.Write(rec, nil))
+	require.NoError(t, w.Close())
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	rows := make([]parquet.Row, 1024)
+	r := f.RowGroups()[0].Rows()
+	defer r.Close()
+	n, _ := r.ReadRows(rows)
+	require.Equal(t, 16+len(want), n)
+	labels, _ := f.Schema().Lookup("labels", "key_value", "key")
+	for i, row := range rows[:n] {
+		src := want[i%len(want)]
+		if i >= 16 {
+			src = want[i-16]
+		}
+		var def int = -1
+		for _, v := range row {
+			if v.Column() == labels.ColumnIndex {
+				def = v.DefinitionLevel()
+				break
+			}
+		}
+		switch {
+		case src.Labels == nil:
+			assert.Equal(t, 0, def, "row %d: a null map", i)
+		case len(src.Labels) == 0:
+			assert.Equal(t, 1, def, "row %d: an empty map", i)
+		default:
+			assert.Equal(t, 2, def, "row %d: a map with entries", i)
+		}
+	}
+}
