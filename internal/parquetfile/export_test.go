@@ -101,3 +101,11 @@ func SetMapDict(which string) string {
 // DictionaryValues is how many distinct values the writer's dictionaries
 // held, summed over columns and row groups.
 func (w *Writer) DictionaryValues() int64 { return w.dictValues }
+
+// SetMapDictMinRows sets the fewest rows a first row group needs for map
+// dictionaries and returns the previous value.
+func SetMapDictMinRows(n int) int {
+	prev := mapDictMinRows
+	mapDictMinRows = n
+	return prev
+}

@@ -1,6 +1,8 @@
 package parquetfile
 
 import (
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -22,6 +24,14 @@ const (
 // repeated values (resource attributes, methods, routes, type tags) with
 // a few unique ones (paths, request ids): both pay.
 var mapDict = mapDictKeysAndValues
+
+// mapDictMinRows is the fewest rows a file's first row group needs for its
+// map columns to get dictionaries. In smaller files the extra dictionary
+// page per leaf and the hashing cost more than zstd saves on the smaller
+// pages: BenchmarkEncode's new against new-mapdict-none, CPU per row on
+// the OTLP tables, +10-20 % at 1000 rows, even at 2000, -5 to -25 % at
+// 4000 and 10 000.
+var mapDictMinRows = 4096
 
 // mapDictColumn dictionary-encodes the keys and the values of one top-level
 // map<string, string> column for a row group, with the dictionaries of
@@ -62,7 +72,10 @@ func (m *mapDictColumn) build(runs []run, field int, first bool) {
 		return
 	}
 	rows := 0
-	m.offsets = append(m.offsets[:0], 0)
+	for _, r := range runs {
+		rows += int(r.end - r.start)
+	}
+	m.offsets = append(slices.Grow(m.offsets[:0], rows+1), 0)
 	for _, r := range runs {
 		arr := r.rec.Column(field).(*array.Map)
 		offs := arr.Offsets()[arr.Data().Offset():]
@@ -71,10 +84,15 @@ func (m *mapDictColumn) build(runs []run, field int, first bool) {
 			end += offs[i+1] - offs[i]
 			m.offsets = append(m.offsets, end)
 		}
-		rows += int(r.end - r.start)
+	}
+	entries := int64(m.offsets[len(m.offsets)-1])
+	if first && (rows < mapDictMinRows || entries == 0) {
+		// (maps that are empty in the first row group, as type maps of
+		// string-only attributes are, would get an empty dictionary page)
+		m.keys.off, m.values.off = true, true
+		return
 	}
 	m.validity(runs, field, rows)
-	entries := int64(m.offsets[len(m.offsets)-1])
 	limit := 0
 	if first {
 		limit = dictLimit(entries)
@@ -83,7 +101,7 @@ func (m *mapDictColumn) build(runs []run, field int, first bool) {
 		if leaf.off {
 			continue
 		}
-		if !leaf.encode(runs, field, child, limit) {
+		if !leaf.encode(runs, field, child, int(entries), limit) {
 			leaf.off = true
 			leaf.dict.reset()
 		}
@@ -145,8 +163,8 @@ func leafOf(arr *array.Map, child int) (*array.String, int32) {
 // every one of its spans; spans of one kind carry the same keys), so a
 // value equal to the one at the same position of the previous row's map
 // takes its index without hashing.
-func (l *mapLeaf) encode(runs []run, field, child, limit int) bool {
-	l.indices = l.indices[:0]
+func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
+	l.indices = slices.Grow(l.indices[:0], entries)
 	var (
 		prev                       *array.String
 		prevStart, prevLen, prevAt int

@@ -79,25 +79,28 @@ func isDict(encs []format.Encoding) bool {
 }
 
 // The keys and values of map<string, string> columns are written with a
-// dictionary where the first row group shows them repeating, PLAIN where
-// it does not; null maps, empty maps, row subsets and several row groups
-// read back as written.
+// dictionary where the file's first row group is large enough and shows
+// them repeating, PLAIN where it does not; null maps, empty maps, row
+// subsets and several row groups read back as written.
 func TestMapColumnsDictionaryEncoded(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
+		rows       int // of the first row group
 		unique     bool
+		keysDict   bool
 		valuesDict bool
 	}{
-		{"repeated values", false, true},
-		{"unique values", true, false},
+		{"repeated values", mapDictMinRows, false, true, true},
+		{"unique values", mapDictMinRows, true, true, false},
+		{"small file", mapDictMinRows - 1, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec1, want1 := labelledRecord(t, 0, 700, tc.unique)
+			rec1, want1 := labelledRecord(t, 0, tc.rows-300, tc.unique)
 			defer rec1.Release()
-			rec2, want2 := labelledRecord(t, 700, 1500, tc.unique)
+			rec2, want2 := labelledRecord(t, tc.rows-300, tc.rows+500, tc.unique)
 			defer rec2.Release()
 			var buf bytes.Buffer
-			w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{RowGroupRows: 1000})
+			w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{RowGroupRows: int64(tc.rows)})
 			require.NoError(t, err)
 			require.NoError(t, w.Write(rec1, nil))
 			require.NoError(t, w.Write(rec2, []int32{3, 4, 5, 100, 101, 102, 103, 799})) // sliced runs
@@ -120,7 +123,7 @@ func TestMapColumnsDictionaryEncoded(t *testing.T) {
 				}
 			}
 			encs := encodingsOf(t, buf.Bytes())
-			assert.True(t, isDict(encs["labels.key_value.key"]), "keys not dictionary-encoded: %v", encs["labels.key_value.key"])
+			assert.Equal(t, tc.keysDict, isDict(encs["labels.key_value.key"]), "keys: %v", encs["labels.key_value.key"])
 			assert.Equal(t, tc.valuesDict, isDict(encs["labels.key_value.value"]), "values: %v", encs["labels.key_value.value"])
 		})
 	}
@@ -130,7 +133,7 @@ func TestMapColumnsDictionaryEncoded(t *testing.T) {
 // the row group's runs (pyarrow-level check through arrow-go's reader is
 // in the e2e tests; here the definition levels, read by parquet-go).
 func TestMapColumnsKeepNulls(t *testing.T) {
-	rec, want := labelledRecord(t, 0, 400, false)
+	rec, want := labelledRecord(t, 0, mapDictMinRows, false)
 	defer rec.Release()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{})
@@ -140,7 +143,7 @@ func TestMapColumnsKeepNulls(t *testing.T) {
 	require.NoError(t, w.Close())
 	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	require.NoError(t, err)
-	rows := make([]parquet.Row, 1024)
+	rows := make([]parquet.Row, 2*mapDictMinRows)
 	r := f.RowGroups()[0].Rows()
 	defer r.Close()
 	n, _ := r.ReadRows(rows)
