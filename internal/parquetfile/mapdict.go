@@ -1,7 +1,9 @@
 package parquetfile
 
 import (
+	"bytes"
 	"slices"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -159,41 +161,79 @@ func leafOf(arr *array.Map, child int) (*array.String, int32) {
 }
 
 // encode appends the indices of the leaf's values of the runs. Maps of
-// consecutive rows tend to be alike (a resource's attributes repeat on
-// every one of its spans; spans of one kind carry the same keys), so a
+// consecutive rows tend to be alike: a resource's attributes repeat on
+// every one of its spans, and spans of one kind carry the same keys. So a
+// row whose entries are byte for byte those of the previous row's map
+// takes its indices (one comparison of the row's bytes), and otherwise a
 // value equal to the one at the same position of the previous row's map
 // takes its index without hashing.
 func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
 	l.indices = slices.Grow(l.indices[:0], entries)
 	var (
-		prev                       *array.String
+		prev                       strView
 		prevStart, prevLen, prevAt int
 	)
 	for _, r := range runs {
 		arr := r.rec.Column(field).(*array.Map)
 		col, base := leafOf(arr, child)
+		cur := viewOf(col)
 		offs := arr.Offsets()[arr.Data().Offset():]
 		for i := r.start; i < r.end; i++ {
 			s, e := int(base+offs[i]), int(base+offs[i+1])
+			if e == s {
+				continue
+			}
 			at := len(l.indices)
-			for j := s; j < e; j++ {
-				v := col.Value(j)
-				if p := j - s; p < prevLen && prev.Value(prevStart+p) == v {
-					l.indices = append(l.indices, l.indices[prevAt+p])
-					continue
+			if e-s == prevLen && sameEntries(cur, s, prev, prevStart, prevLen) {
+				l.indices = append(l.indices, l.indices[prevAt:prevAt+prevLen]...)
+			} else {
+				for j := s; j < e; j++ {
+					v := cur.at(j)
+					if p := j - s; p < prevLen && bytes.Equal(prev.at(prevStart+p), v) {
+						l.indices = append(l.indices, l.indices[prevAt+p])
+						continue
+					}
+					idx, ok := l.dict.add(unsafe.String(unsafe.SliceData(v), len(v)), limit)
+					if !ok {
+						return false
+					}
+					l.indices = append(l.indices, idx)
 				}
-				idx, ok := l.dict.add(v, limit)
-				if !ok {
-					return false
-				}
-				l.indices = append(l.indices, idx)
 			}
-			if e > s {
-				prev, prevStart, prevLen, prevAt = col, s, e-s, at
-			}
+			prev, prevStart, prevLen, prevAt = cur, s, e-s, at
 		}
 	}
 	return true
+}
+
+// strView is a string array's value offsets, indexed like the array, and
+// its value bytes: the values as byte slices that alias the array.
+type strView struct {
+	offs []int32
+	data []byte
+}
+
+func viewOf(a *array.String) strView {
+	d := a.Data()
+	v := strView{offs: arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset():]}
+	if b := d.Buffers()[2]; b != nil {
+		v.data = b.Bytes()
+	}
+	return v
+}
+
+func (v strView) at(j int) []byte { return v.data[v.offs[j]:v.offs[j+1]] }
+
+// sameEntries reports whether values [s, s+n) of v are those of values
+// [ps, ps+n) of p: the same lengths and the same bytes.
+func sameEntries(v strView, s int, p strView, ps, n int) bool {
+	a, b := v.offs[s:s+n+1], p.offs[ps:ps+n+1]
+	for k := 1; k <= n; k++ {
+		if a[k]-a[0] != b[k]-b[0] {
+			return false
+		}
+	}
+	return bytes.Equal(v.data[a[0]:a[n]], p.data[b[0]:b[n]])
 }
 
 // copy gathers the leaf's values of the runs into one string array, for a
