@@ -672,5 +672,10 @@ func (w *Writer) Close() error {
 	if err := w.fw.Close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
 	}
+	for _, m := range w.maps {
+		if m != nil {
+			m.release()
+		}
+	}
 	return nil
 }
