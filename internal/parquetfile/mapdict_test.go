@@ -2,7 +2,11 @@ package parquetfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -168,6 +172,56 @@ func TestMapColumnsKeepNulls(t *testing.T) {
 			assert.Equal(t, 1, def, "row %d: an empty map", i)
 		default:
 			assert.Equal(t, 2, def, "row %d: a map with entries", i)
+		}
+	}
+}
+
+// DuckDB, an independent reader, reads dictionary-encoded map leaves as
+// written: every row's map, null maps and empty maps included.
+func TestDuckDBReadsDictionaryMaps(t *testing.T) {
+	duckdb, err := exec.LookPath("duckdb")
+	if err != nil {
+		t.Skip("duckdb CLI not installed (make tools installs it)")
+	}
+	rec, want := labelledRecord(t, 0, mapDictMinRows+100, false)
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec, nil))
+	require.NoError(t, w.Close())
+	encs := encodingsOf(t, buf.Bytes())
+	require.True(t, isDict(encs["labels.key_value.key"]) && isDict(encs["labels.key_value.value"]), "map leaves not dictionary-encoded: %v", encs)
+	path := filepath.Join(t.TempDir(), "m.parquet")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o600))
+	q := `SELECT n, labels IS NULL AS null, cardinality(labels)::INTEGER AS entries, labels['service'] AS service, labels['zone'] AS zone, labels['id'] AS id FROM '` + path + `' ORDER BY n`
+	out, err := exec.Command(duckdb, "-json", "-c", q).CombinedOutput()
+	require.NoError(t, err, string(out))
+	var got []struct {
+		N       int64
+		Null    bool
+		Entries *int64
+		Service *string
+		Zone    *string
+		ID      *string
+	}
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.Len(t, got, len(want))
+	for i, r := range want {
+		g := got[i]
+		require.Equal(t, r.N, g.N)
+		if r.Labels == nil {
+			assert.True(t, g.Null, "row %d: want a null map", i)
+			continue
+		}
+		require.False(t, g.Null, "row %d", i)
+		require.NotNil(t, g.Entries, "row %d", i)
+		assert.EqualValues(t, len(r.Labels), *g.Entries, "row %d", i)
+		for k, v := range map[string]*string{"service": g.Service, "zone": g.Zone, "id": g.ID} {
+			if want, ok := r.Labels[k]; ok {
+				require.NotNil(t, v, "row %d %s", i, k)
+				assert.Equal(t, want, *v, "row %d %s", i, k)
+			}
 		}
 	}
 }
