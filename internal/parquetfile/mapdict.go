@@ -23,9 +23,15 @@ const (
 
 // mapDict says which leaves of the map columns are dictionary-encoded
 // (each still only where the file's first row group shows its values
-// repeating, dictLimit). Keys repeat on every row and value columns mix
+// repeating, dictLimit). Keys repeat on every row; value columns mix
 // repeated values (resource attributes, methods, routes, type tags) with
-// a few unique ones (paths, request ids): both pay.
+// a few unique ones (paths, request ids). Keys and values together cost
+// the least CPU at 10 000 rows (BenchmarkEncode's new against
+// new-mapdict-keys and new-mapdict-none: -10 to -15 % against either on
+// otlp_traces and otlp_metrics), for files 1 % smaller (traces), 19 %
+// smaller (metrics) or 8 % larger (logs, whose generated request ids
+// repeat every 1000 rows, so their dictionary stays on and its indices
+// compress worse than the PLAIN ids did).
 var mapDict = mapDictKeysAndValues
 
 // mapDictMinRows is the fewest rows a file's first row group needs for its
