@@ -274,6 +274,17 @@ var encoders = []struct {
 	}},
 
 	{"new-nested-stats-v2", withNestedStats(true, pq.WithDataPageVersion(pq.DataPageV2))},
+	// The new writer with the keys and values of the map columns written
+	// PLAIN (before they had a dictionary), or only the keys with one.
+	{"new-mapdict-none", withMapDict("none")},
+	{"new-mapdict-keys", withMapDict("keys")},
+}
+
+func withMapDict(which string) encoder {
+	return func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.SetMapDict(parquetfile.SetMapDict(which))
+		return newEncoder(out, t, recs, rows)
+	}
 }
 
 // withProps is the new writer with extra arrow-go properties.

@@ -3,6 +3,7 @@ package parquetfile_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -24,6 +25,17 @@ import (
 // parquet-go writer it replaced, read back by parquet-go. Row subsets
 // (records spanning hours) included.
 func TestSameFilesAsTheOldWriter(t *testing.T) {
+	for _, mapDicts := range []bool{false, true} {
+		// With map dictionaries (which these small row groups would not
+		// get by default, see mapDictMinRows) and without.
+		if mapDicts {
+			defer parquetfile.SetMapDictMinRows(parquetfile.SetMapDictMinRows(0))
+		}
+		t.Run(fmt.Sprintf("map-dictionaries=%v", mapDicts), func(t *testing.T) { sameFilesAsTheOldWriter(t) })
+	}
+}
+
+func sameFilesAsTheOldWriter(t *testing.T) {
 	for _, tt := range benchTables() {
 		t.Run(tt.name, func(t *testing.T) {
 			recs := tt.batches(t, 3000)

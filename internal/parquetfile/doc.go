@@ -3,7 +3,8 @@
 // measurement's): arrow-go's pqarrow encodes each column from the Arrow
 // buffers as typed slices, with repetition and definition levels of maps and
 // lists computed in bulk from the Arrow offsets, and this package builds the
-// dictionaries of the dictionary-encoded string columns itself, so encoding
+// dictionaries of the dictionary-encoded string columns and of the keys
+// and values of string maps itself, so encoding
 // allocates per batch, column and page, never per value. parquet-go reads
 // the files back (compaction) and writes the compacted ones.
 package parquetfile

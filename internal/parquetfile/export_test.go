@@ -88,3 +88,24 @@ func SetNestedStatistics(on bool) { nestedStatistics = on }
 // SetDictStatistics turns statistics of dictionary-encoded columns on or
 // off, for BenchmarkEncode's variant.
 func SetDictStatistics(on bool) { dictStatistics = on }
+
+// SetMapDict sets which leaves of the map columns get a dictionary
+// ("none", "keys", "all"), for BenchmarkEncode's variants; it returns the
+// previous setting.
+func SetMapDict(which string) string {
+	prev := [...]string{mapDictNone: "none", mapDictKeys: "keys", mapDictKeysAndValues: "all"}[mapDict]
+	mapDict = map[string]int{"none": mapDictNone, "keys": mapDictKeys, "all": mapDictKeysAndValues}[which]
+	return prev
+}
+
+// DictionaryValues is how many distinct values the writer's dictionaries
+// held, summed over columns and row groups.
+func (w *Writer) DictionaryValues() int64 { return w.dictValues }
+
+// SetMapDictMinRows sets the fewest rows a first row group needs for map
+// dictionaries and returns the previous value.
+func SetMapDictMinRows(n int) int {
+	prev := mapDictMinRows
+	mapDictMinRows = n
+	return prev
+}

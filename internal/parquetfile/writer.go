@@ -168,10 +168,15 @@ type Writer struct {
 	fields  []int
 	retype  []arrow.DataType // where the record's type needs relabelling
 	dict    []*dictColumn    // the top-level string columns the schema dictionary-encodes
+	maps    []*mapDictColumn // the top-level map<string, string> columns
 	maxRows int64
 	pending []run // rows of the current row group
 	rows    int64 // rows in pending
 	total   int64
+	// dictValues counts the distinct values of the dictionaries handed to
+	// arrow-go, which allocates twice for each when it takes one in
+	// (TestAllocationsDoNotGrowWithRows allows for them).
+	dictValues int64
 }
 
 // run is rows [start, end) of a record.
@@ -226,6 +231,11 @@ func (w *Writer) start() error {
 	for _, d := range w.dict {
 		if d != nil && d.off {
 			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding), pq.WithStatsFor(d.name, true))
+		}
+	}
+	for _, m := range w.maps {
+		if m != nil {
+			props = append(props, pq.WithDictionaryFor(m.keyPath, !m.keys.off), pq.WithDictionaryFor(m.valuePath, !m.values.off))
 		}
 	}
 	fw, err := pqarrow.NewFileWriter(w.schema, w.out, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties())
@@ -330,6 +340,7 @@ func (w *Writer) plan(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
 			d = &dictColumn{name: f.Name()}
 		}
 		w.dict = append(w.dict, d)
+		w.maps = append(w.maps, mapDictOf(f, typ))
 	}
 	w.schema = arrow.NewSchema(fields, nil)
 	return nil
@@ -541,6 +552,12 @@ func (w *Writer) flushRowGroup() error {
 			d.reset()
 		}
 	}
+	for c, m := range w.maps {
+		if m != nil {
+			m.build(w.pending, w.fields[c], w.fw == nil)
+		}
+	}
+	w.countDictValues()
 	if w.fw == nil {
 		if err := w.start(); err != nil {
 			return err
@@ -555,6 +572,10 @@ func (w *Writer) flushRowGroup() error {
 		if d := w.dict[c]; d != nil && !d.off {
 			typ, parts = dictType, chunks[:1]
 			parts[0] = d.array()
+		} else if m := w.maps[c]; m != nil && m.on() {
+			parts = chunks[:1]
+			parts[0] = m.array()
+			typ = parts[0].DataType()
 		} else {
 			for i, r := range w.pending {
 				parts[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
@@ -574,6 +595,26 @@ func (w *Writer) flushRowGroup() error {
 	return nil
 }
 
+// countDictValues adds the distinct values of the row group's
+// dictionaries to dictValues.
+func (w *Writer) countDictValues() {
+	for _, d := range w.dict {
+		if d != nil && !d.off {
+			w.dictValues += int64(len(d.values.index))
+		}
+	}
+	for _, m := range w.maps {
+		if m == nil {
+			continue
+		}
+		for _, l := range []*mapLeaf{&m.keys, &m.values} {
+			if !l.off {
+				w.dictValues += int64(len(l.dict.index))
+			}
+		}
+	}
+}
+
 func (w *Writer) releasePending() {
 	for i, r := range w.pending {
 		r.rec.Release()
@@ -584,6 +625,11 @@ func (w *Writer) releasePending() {
 	for _, d := range w.dict {
 		if d != nil {
 			d.reset()
+		}
+	}
+	for _, m := range w.maps {
+		if m != nil {
+			m.reset()
 		}
 	}
 }
@@ -625,6 +671,11 @@ func (w *Writer) Close() error {
 	}
 	if err := w.fw.Close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
+	}
+	for _, m := range w.maps {
+		if m != nil {
+			m.release()
+		}
 	}
 	return nil
 }
