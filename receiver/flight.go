@@ -132,6 +132,11 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 			"schema of the stream is not the %s table's schema (docs/SCHEMA.md; send batches built from it)", table)
 	}
 	schemaFrame := t.SchemaFrame
+	dec, err := arcflight.NewStreamDecoder(schemaFrame, s.Mem)
+	if err != nil {
+		return status.Errorf(codes.Internal, "%s table's schema: %v", table, err)
+	}
+	defer dec.Release()
 	for seq := uint64(0); ; seq++ {
 		fd, err := next()
 		if errors.Is(err, io.EOF) {
@@ -141,7 +146,7 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 			return err
 		}
 		arrived := time.Now()
-		rows, dup, err := s.put(ctx, database, t, schemaFrame, fd, seq)
+		rows, dup, err := s.put(ctx, database, t, schemaFrame, dec, fd, seq)
 		if err != nil {
 			s.Metrics.batchOutcome(database, table, rows, len(fd.Body), arrived, false, err)
 			s.Log.Warn("batch rejected", "database", database, "table", table, "batch", seq, "error", err)
@@ -159,13 +164,13 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 
 // put stores one batch and returns its row count (0 when it could not be
 // decoded) and whether the store dropped it as a copy of a stored batch.
-func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *arcflight.PutMessage, seq uint64) (rows int, dup bool, err error) {
+func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, dec *arcflight.StreamDecoder, fd *arcflight.PutMessage, seq uint64) (rows int, dup bool, err error) {
 	if err := arcflight.CheckMessage(fd.Header, fd.Body); err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	payload := fd.Stream(schemaFrame)
 	// The record shares the payload's memory: both are the batch's bytes.
-	rec, err := arcflight.DecodeRecordShared(payload, s.Mem)
+	rec, err := dec.Decode(payload[len(schemaFrame):])
 	if err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -82,4 +83,41 @@ func tracesBatch(b *testing.B, rows int) arrow.RecordBatch {
 	}))
 	require.NotNil(b, rec)
 	return rec
+}
+
+// BenchmarkDecodeBatch compares the two ways the receiver has had to
+// decode a DoPut batch of a traces stream: the whole IPC stream (schema
+// message decoded again for every batch) against one decoder per stream
+// fed only the batch message.
+func BenchmarkDecodeBatch(b *testing.B) {
+	for _, rows := range []int{100, 1000} {
+		rec := tracesBatch(b, rows)
+		schemaFrame := arcflight.SchemaFrame(rec.Schema())
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+		require.NoError(b, w.Write(rec))
+		require.NoError(b, w.Close())
+		rec.Release()
+		stream := buf.Bytes()
+		require.Equal(b, schemaFrame, stream[:len(schemaFrame)])
+		b.Run(fmt.Sprintf("whole-stream/rows=%d", rows), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec, err := arcflight.DecodeRecordShared(stream, memory.DefaultAllocator)
+				require.NoError(b, err)
+				rec.Release()
+			}
+		})
+		b.Run(fmt.Sprintf("stream-decoder/rows=%d", rows), func(b *testing.B) {
+			dec, err := arcflight.NewStreamDecoder(schemaFrame, memory.DefaultAllocator)
+			require.NoError(b, err)
+			defer dec.Release()
+			b.ReportAllocs()
+			for b.Loop() {
+				rec, err := dec.Decode(stream[len(schemaFrame):])
+				require.NoError(b, err)
+				rec.Release()
+			}
+		})
+	}
 }
