@@ -137,6 +137,9 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 		return status.Errorf(codes.Internal, "%s table's schema: %v", table, err)
 	}
 	defer dec.Release()
+	if err := t.CheckSchema(dec.Schema()); err != nil {
+		return status.Errorf(codes.Internal, "%s table's schema frame: %v", table, err)
+	}
 	for seq := uint64(0); ; seq++ {
 		fd, err := next()
 		if errors.Is(err, io.EOF) {
@@ -176,7 +179,11 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 	}
 	defer rec.Release()
 	rows = int(rec.NumRows())
-	if err := t.Check(rec); err != nil {
+	check := t.CheckRows // the decoder's schema was checked when the stream opened
+	if rec.Schema() != dec.Schema() {
+		check = t.Check
+	}
+	if err := check(rec); err != nil {
 		return rows, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
 	id := storage.NewBatchID(database, t.Name, fd.Header, fd.Body)

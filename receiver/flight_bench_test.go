@@ -16,6 +16,7 @@ import (
 	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // BenchmarkDoPutStream measures what issue 14's lever 3 (long-lived DoPut
@@ -119,5 +120,39 @@ func BenchmarkDecodeBatch(b *testing.B) {
 				rec.Release()
 			}
 		})
+	}
+}
+
+// BenchmarkCheckBatch compares Table.Check with CheckRows, what the
+// receiver runs per batch once the stream's schema is checked.
+func BenchmarkCheckBatch(b *testing.B) {
+	tbl, err := storage.LookupTable(schema.Traces.Name)
+	require.NoError(b, err)
+	for _, rows := range []int{100, 1000} {
+		rec := tracesBatch(b, rows)
+		// As decoded: a schema equal to the table's, not the same pointer.
+		decoded := arcflight.SchemaFrame(rec.Schema())
+		dec, err := arcflight.NewStreamDecoder(decoded, memory.DefaultAllocator)
+		require.NoError(b, err)
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+		require.NoError(b, w.Write(rec))
+		require.NoError(b, w.Close())
+		rec.Release()
+		rec, err = dec.Decode(buf.Bytes()[len(decoded):])
+		require.NoError(b, err)
+		for _, check := range []struct {
+			name string
+			fn   func(arrow.RecordBatch) error
+		}{{"check", tbl.Check}, {"check-rows", tbl.CheckRows}} {
+			b.Run(fmt.Sprintf("%s/rows=%d", check.name, rows), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					require.NoError(b, check.fn(rec))
+				}
+			})
+		}
+		rec.Release()
+		dec.Release()
 	}
 }

@@ -98,6 +98,10 @@ func (d *StreamDecoder) Decode(framed []byte) (arrow.RecordBatch, error) {
 	return rec, err
 }
 
+// Schema is the schema of every record the decoder returns (the same
+// *arrow.Schema each time).
+func (d *StreamDecoder) Schema() *arrow.Schema { return d.r.Schema() }
+
 // Release releases the reader and the last record it holds.
 func (d *StreamDecoder) Release() { d.r.Release() }
 
