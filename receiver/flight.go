@@ -11,10 +11,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
 )
 
@@ -53,8 +55,21 @@ func (s *FlightServer) Drain() {
 }
 
 type received struct {
-	fd  *flight.FlightData
+	fd  *arcflight.PutMessage
 	err error
+}
+
+// ServerOption is the gRPC server option the FlightServer needs: the codec
+// that decodes DoPut messages with a single copy of their bytes, leaving
+// room for the largest schema frame of the tables it takes.
+func ServerOption() grpc.ServerOption {
+	headroom := 0
+	for _, name := range schema.Names() {
+		if t, err := storage.LookupTable(name); err == nil {
+			headroom = max(headroom, len(t.SchemaFrame))
+		}
+	}
+	return arcflight.PutCodec{Headroom: headroom}.ServerOption()
 }
 
 // receive reads the stream's messages into a channel, so that DoPut can
@@ -64,7 +79,8 @@ func receive(ctx context.Context, stream flight.FlightService_DoPutServer) <-cha
 	ch := make(chan received)
 	go func() {
 		for {
-			fd, err := stream.Recv()
+			fd := new(arcflight.PutMessage)
+			err := stream.RecvMsg(fd)
 			select {
 			case ch <- received{fd, err}:
 			case <-ctx.Done():
@@ -88,7 +104,7 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel() // ends the receiver, whose Recv the return also ends
 	msgs := receive(ctx, stream)
-	next := func() (*flight.FlightData, error) {
+	next := func() (*arcflight.PutMessage, error) {
 		select {
 		case m := <-msgs:
 			return m.fd, m.err
@@ -100,7 +116,7 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	database, table, err := arcflight.ParseDescriptor(first.FlightDescriptor)
+	database, table, err := arcflight.ParseDescriptor(first.Descriptor)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -111,11 +127,19 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	if !arcflight.SameSchemaHeader(t.SchemaFrame, first.DataHeader) || len(first.DataBody) > 0 {
+	if !arcflight.SameSchemaHeader(t.SchemaFrame, first.Header) || len(first.Body) > 0 {
 		return status.Errorf(codes.InvalidArgument,
 			"schema of the stream is not the %s table's schema (docs/SCHEMA.md; send batches built from it)", table)
 	}
 	schemaFrame := t.SchemaFrame
+	dec, err := arcflight.NewStreamDecoder(schemaFrame, s.Mem)
+	if err != nil {
+		return status.Errorf(codes.Internal, "%s table's schema: %v", table, err)
+	}
+	defer dec.Release()
+	if err := t.CheckSchema(dec.Schema()); err != nil {
+		return status.Errorf(codes.Internal, "%s table's schema frame: %v", table, err)
+	}
 	for seq := uint64(0); ; seq++ {
 		fd, err := next()
 		if errors.Is(err, io.EOF) {
@@ -125,16 +149,16 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 			return err
 		}
 		arrived := time.Now()
-		rows, dup, err := s.put(ctx, database, t, schemaFrame, fd, seq)
+		rows, dup, err := s.put(ctx, database, t, schemaFrame, dec, fd, seq)
 		if err != nil {
-			s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, false, err)
+			s.Metrics.batchOutcome(database, table, rows, len(fd.Body), arrived, false, err)
 			s.Log.Warn("batch rejected", "database", database, "table", table, "batch", seq, "error", err)
 			return err
 		}
 		err = stream.Send(&flight.PutResult{AppMetadata: arcflight.AckMetadata(seq)})
 		// Stored is stored: a lost ack leaves the batch durable, and the
 		// client's retry is recognised by its batch ID.
-		s.Metrics.batchOutcome(database, table, rows, len(fd.DataBody), arrived, dup, nil)
+		s.Metrics.batchOutcome(database, table, rows, len(fd.Body), arrived, dup, nil)
 		if err != nil {
 			return err
 		}
@@ -143,29 +167,31 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 
 // put stores one batch and returns its row count (0 when it could not be
 // decoded) and whether the store dropped it as a copy of a stored batch.
-func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, fd *flight.FlightData, seq uint64) (rows int, dup bool, err error) {
-	if err := arcflight.CheckMessage(fd.DataHeader, fd.DataBody); err != nil {
+func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, dec *arcflight.StreamDecoder, fd *arcflight.PutMessage, seq uint64) (rows int, dup bool, err error) {
+	if err := arcflight.CheckMessage(fd.Header, fd.Body); err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
-	payload := make([]byte, 0, len(schemaFrame)+len(fd.DataHeader)+len(fd.DataBody)+24)
-	payload = append(payload, schemaFrame...)
-	payload = arcflight.AppendEOS(arcflight.AppendFrame(payload, fd.DataHeader, fd.DataBody))
+	payload := fd.Stream(schemaFrame)
 	// The record shares the payload's memory: both are the batch's bytes.
-	rec, err := arcflight.DecodeRecordShared(payload, s.Mem)
+	rec, err := dec.Decode(payload[len(schemaFrame):])
 	if err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	defer rec.Release()
 	rows = int(rec.NumRows())
-	if err := t.Check(rec); err != nil {
+	check := t.CheckRows // the decoder's schema was checked when the stream opened
+	if rec.Schema() != dec.Schema() {
+		check = t.Check
+	}
+	if err := check(rec); err != nil {
 		return rows, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
 	}
-	id := storage.NewBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
+	id := storage.NewBatchID(database, t.Name, fd.Header, fd.Body)
 	batch := []storage.Batch{{ID: id, Database: database, Table: t, IPC: payload, Rec: rec}}
 	if s.Store.LegacyBatchIDs() {
 		// Shortly after an upgrade: the batch may be a retry of one an
 		// earlier version stored under its SHA-256 ID.
-		batch[0].LegacyID = storage.LegacyBatchID(database, t.Name, fd.DataHeader, fd.DataBody)
+		batch[0].LegacyID = storage.LegacyBatchID(database, t.Name, fd.Header, fd.Body)
 	}
 	if err := s.Store.CheckFits(batch); err != nil {
 		// Permanent: the exporter must not retry it for ever (it drops it

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // BenchmarkDoPutStream measures what issue 14's lever 3 (long-lived DoPut
@@ -82,4 +84,75 @@ func tracesBatch(b *testing.B, rows int) arrow.RecordBatch {
 	}))
 	require.NotNil(b, rec)
 	return rec
+}
+
+// BenchmarkDecodeBatch compares the two ways the receiver has had to
+// decode a DoPut batch of a traces stream: the whole IPC stream (schema
+// message decoded again for every batch) against one decoder per stream
+// fed only the batch message.
+func BenchmarkDecodeBatch(b *testing.B) {
+	for _, rows := range []int{100, 1000} {
+		rec := tracesBatch(b, rows)
+		schemaFrame := arcflight.SchemaFrame(rec.Schema())
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+		require.NoError(b, w.Write(rec))
+		require.NoError(b, w.Close())
+		rec.Release()
+		stream := buf.Bytes()
+		require.Equal(b, schemaFrame, stream[:len(schemaFrame)])
+		b.Run(fmt.Sprintf("whole-stream/rows=%d", rows), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec, err := arcflight.DecodeRecordShared(stream, memory.DefaultAllocator)
+				require.NoError(b, err)
+				rec.Release()
+			}
+		})
+		b.Run(fmt.Sprintf("stream-decoder/rows=%d", rows), func(b *testing.B) {
+			dec, err := arcflight.NewStreamDecoder(schemaFrame, memory.DefaultAllocator)
+			require.NoError(b, err)
+			defer dec.Release()
+			b.ReportAllocs()
+			for b.Loop() {
+				rec, err := dec.Decode(stream[len(schemaFrame):])
+				require.NoError(b, err)
+				rec.Release()
+			}
+		})
+	}
+}
+
+// BenchmarkCheckBatch compares Table.Check with CheckRows, what the
+// receiver runs per batch once the stream's schema is checked.
+func BenchmarkCheckBatch(b *testing.B) {
+	tbl, err := storage.LookupTable(schema.Traces.Name)
+	require.NoError(b, err)
+	for _, rows := range []int{100, 1000} {
+		rec := tracesBatch(b, rows)
+		// As decoded: a schema equal to the table's, not the same pointer.
+		decoded := arcflight.SchemaFrame(rec.Schema())
+		dec, err := arcflight.NewStreamDecoder(decoded, memory.DefaultAllocator)
+		require.NoError(b, err)
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+		require.NoError(b, w.Write(rec))
+		require.NoError(b, w.Close())
+		rec.Release()
+		rec, err = dec.Decode(buf.Bytes()[len(decoded):])
+		require.NoError(b, err)
+		for _, check := range []struct {
+			name string
+			fn   func(arrow.RecordBatch) error
+		}{{"check", tbl.Check}, {"check-rows", tbl.CheckRows}} {
+			b.Run(fmt.Sprintf("%s/rows=%d", check.name, rows), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					require.NoError(b, check.fn(rec))
+				}
+			})
+		}
+		rec.Release()
+		dec.Release()
+	}
 }

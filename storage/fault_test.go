@@ -73,12 +73,12 @@ func TestFailedUndoPoisonsTheWAL(t *testing.T) {
 }
 
 // TestRequestIsStoredWholeOrNotAtAll kills the process after each write
-// call of a request larger than the WAL's write buffer, restarts and
+// call of a request that takes several write calls, restarts and
 // replays: the request's rows are all there or none is.
 func TestRequestIsStoredWholeOrNotAtAll(t *testing.T) {
-	saved := walBufferSize
-	walBufferSize = 4 << 10
-	defer func() { walBufferSize = saved }()
+	saved := walMaxWrite
+	walMaxWrite = 4 << 10
+	defer func() { walMaxWrite = saved }()
 	times := make([]time.Time, 8)
 	for i := range times {
 		times[i] = t0
@@ -408,4 +408,49 @@ func TestConcurrentRequestsCannotOvershootTheBuffer(t *testing.T) {
 	}
 	assert.LessOrEqual(t, s.Buffered(), s.opts.MaxBufferBytes)
 	require.NoError(t, s.Close())
+}
+
+// TestGroupOfRequestsIsReplayedWhole queues several requests of two
+// batches each behind an fsync that is held, so that they share the next
+// group commit, then crashes and replays. The WAL writes a group's records
+// only at the commit, without copying them first: every record's batch
+// headers must still be what they were when its checksum was taken.
+func TestGroupOfRequestsIsReplayedWhole(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &walFaults{}
+	obs := &recorder{}
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FS: fsys, FlushInterval: time.Hour, Observer: obs})
+	require.NoError(t, err)
+	tbl := logsTable(t)
+	request := func(names ...string) []Batch {
+		var batches []Batch
+		for _, name := range names {
+			rec, payload := storagetest.LogBatch(t, name, t0)
+			t.Cleanup(rec.Release)
+			batches = append(batches, Batch{ID: NewBatchID("default", tbl.Name, payload), Database: "default", Table: tbl, IPC: payload, Rec: rec})
+		}
+		return batches
+	}
+	fsys.HoldSync = make(chan struct{})
+	errs := make(chan error, 4)
+	first := request("first")
+	go func() { errs <- s.AppendAll(context.Background(), first) }()
+	require.Eventually(t, func() bool { return fsys.Syncs.Load() == 1 }, time.Minute, time.Millisecond, "the first commit waits in its fsync")
+	for _, names := range [][]string{{"a", "b"}, {"c", "dd"}, {"eee", "f"}} {
+		batches := request(names...)
+		go func() { errs <- s.AppendAll(context.Background(), batches) }()
+	}
+	require.Eventually(t, func() bool { return len(s.appends) == 3 }, time.Minute, time.Millisecond, "the other requests queue behind it")
+	close(fsys.HoldSync)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	commits, _ := obs.seen()
+	require.Len(t, commits, 2)
+	assert.Equal(t, 6, commits[1].Batches, "the three requests shared one commit")
+	s.crash()
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0", "c-0", "dd-0", "eee-0", "f-0", "first-0"}}, messages(t, dir))
 }

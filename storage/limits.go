@@ -121,8 +121,15 @@ func (l Limits) CheckRequest(batches []Batch) error {
 		if !ok {
 			continue
 		}
+		last, counted := int64(0), false
 		for _, v := range ts.Values() {
-			p := part{b.Database, b.Table.Name, hourOf(int64(v))}
+			// Rows come in runs of one hour: only a new hour needs the map.
+			h := hourOf(int64(v))
+			if counted && h == last {
+				continue
+			}
+			last, counted = h, true
+			p := part{b.Database, b.Table.Name, h}
 			if seen[p] {
 				continue
 			}

@@ -539,12 +539,18 @@ func (s *Store) commitGroup() {
 	inGroup := map[BatchID]bool{}
 	var written int
 	var bytes int64
+	// The WAL does not copy what it is given until the commit, so every
+	// request's batch headers go to scratch first, for the whole group,
+	// and are sliced after, as appending may move it: ends has, per
+	// request, the end of its payload's first 5 bytes and of each batch
+	// header.
+	s.scratch = s.scratch[:0]
+	ends := s.ends[:0]
 	for _, head := range s.group {
-		// The batch headers go to scratch first and are sliced after, as
-		// appending may move it.
-		s.scratch = append(s.scratch[:0], payloadVersion, 0, 0, 0, 0)
+		at := len(s.scratch)
+		s.scratch = append(s.scratch, payloadVersion, 0, 0, 0, 0)
+		ends = append(ends, len(s.scratch))
 		var n uint32
-		ends := s.ends[:0]
 		for _, r := range head.batches() {
 			if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.stored(r.batch)); r.dup {
 				s.deduplicated(r.database, r.table, r.rec)
@@ -557,25 +563,27 @@ func (s *Store) commitGroup() {
 			ends = append(ends, len(s.scratch))
 			n++
 		}
-		s.ends = ends
-		if n == 0 {
-			continue
-		}
-		binary.LittleEndian.PutUint32(s.scratch[1:], n)
-		parts := s.parts[:0]
-		start, i := 0, 0
+		binary.LittleEndian.PutUint32(s.scratch[at+1:], n)
+	}
+	s.ends = ends
+	i := 0
+	for _, head := range s.group {
+		start := ends[i] - 5
+		parts := append(s.parts[:0], s.scratch[start:ends[i]])
+		i++
 		for _, r := range head.batches() {
 			if r.dup {
 				continue
 			}
-			parts = append(parts, s.scratch[start:ends[i]], r.ipc)
-			start = ends[i]
+			parts = append(parts, s.scratch[ends[i-1]:ends[i]], r.ipc)
 			i++
 		}
-		bytes += s.wal.Write(parts...)
+		if len(parts) > 1 {
+			bytes += s.wal.Write(parts...)
+			written += (len(parts) - 1) / 2
+		}
 		clear(parts)
 		s.parts = parts[:0]
-		written += int(n)
 	}
 	start := time.Now()
 	err := s.wal.Commit()

@@ -24,9 +24,9 @@ const (
 	payloadVersion = 3
 )
 
-// walBufferSize is the WAL's write buffer; a variable so tests can make a
-// request span several write calls.
-var walBufferSize = wal.DefaultBufferSize
+// walMaxWrite is the most bytes one WAL write call takes; a variable so
+// tests can make a request span several write calls.
+var walMaxWrite = wal.DefaultMaxWrite
 
 // walState is the Store's WAL and where it lives.
 type walState struct {
@@ -35,7 +35,7 @@ type walState struct {
 }
 
 func (s *Store) walOptions() wal.Options {
-	return wal.Options{FS: s.fs, Dir: s.wal.dir, Logger: s.log, BufferSize: walBufferSize, Repair: s.opts.WALRepair}
+	return wal.Options{FS: s.fs, Dir: s.wal.dir, Logger: s.log, MaxWrite: walMaxWrite, Repair: s.opts.WALRepair}
 }
 
 // walEntry is one batch of a replayed record.

@@ -284,6 +284,7 @@ func run(c config, log *slog.Logger) error {
 	}
 	opts := append(grpcLimits(c),
 		grpc.MaxRecvMsgSize(64<<20),
+		receiver.ServerOption(),
 		grpc.ChainStreamInterceptor(tokens.StreamInterceptor()),
 		grpc.ChainUnaryInterceptor(tokens.UnaryInterceptor()),
 	)

@@ -40,7 +40,7 @@ func AppendEOS(dst []byte) []byte {
 func DecodeRecord(payload []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 	return decodeOne(func() (*ipc.Reader, error) {
 		return ipc.NewReader(bytes.NewReader(payload), ipc.WithAllocator(mem))
-	})
+	}, true)
 }
 
 // DecodeRecordShared is DecodeRecord without the copy: the record's
@@ -51,10 +51,67 @@ func DecodeRecord(payload []byte, mem memory.Allocator) (arrow.RecordBatch, erro
 func DecodeRecordShared(payload []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 	return decodeOne(func() (*ipc.Reader, error) {
 		return ipc.NewReaderFromMessageReader(&memMessages{data: payload}, ipc.WithAllocator(mem))
-	})
+	}, true)
 }
 
-func decodeOne(open func() (*ipc.Reader, error)) (rec arrow.RecordBatch, err error) {
+// StreamDecoder decodes the record batches of one DoPut stream, all of
+// one schema, as DecodeRecordShared does each: the IPC reader decodes a
+// schema message every time it opens, which cost as much as decoding the
+// batch, so one reader is kept for the stream and fed one batch message
+// at a time.
+type StreamDecoder struct {
+	src *memMessages
+	r   *ipc.Reader
+	err error // the first batch refused
+}
+
+// NewStreamDecoder opens a decoder for batches of the schema that
+// schemaFrame (a SchemaFrame) encodes.
+func NewStreamDecoder(schemaFrame []byte, mem memory.Allocator) (*StreamDecoder, error) {
+	d := &StreamDecoder{src: &memMessages{data: schemaFrame}}
+	r, err := ipc.NewReaderFromMessageReader(d.src, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, fmt.Errorf("read arrow schema: %w", err)
+	}
+	d.r = r
+	return d, nil
+}
+
+// Decode returns the record of one encapsulated record batch message
+// (AppendFrame), which an end-of-stream marker may follow and nothing
+// else. Its buffers are slices of framed, as with DecodeRecordShared. A
+// decoder that returned an error returns it for every later batch.
+func (d *StreamDecoder) Decode(framed []byte) (arrow.RecordBatch, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	d.src.data = framed
+	rec, err := decodeOne(func() (*ipc.Reader, error) {
+		d.r.Retain() // decodeOne releases the reader it is given
+		return d.r, nil
+	}, false)
+	if err == nil && len(d.src.data) != 0 && !isEOS(d.src.data) {
+		rec.Release()
+		rec, err = nil, ErrNotOneRecord
+	}
+	d.err = err
+	return rec, err
+}
+
+// Schema is the schema of every record the decoder returns (the same
+// *arrow.Schema each time).
+func (d *StreamDecoder) Schema() *arrow.Schema { return d.r.Schema() }
+
+// Release releases the reader and the last record it holds.
+func (d *StreamDecoder) Release() { d.r.Release() }
+
+func isEOS(b []byte) bool {
+	return len(b) == 8 && binary.LittleEndian.Uint64(b) == 0xFFFFFFFF
+}
+
+// decodeOne reads the one record of the reader open returns; last says
+// that the stream must end after it.
+func decodeOne(open func() (*ipc.Reader, error), last bool) (rec arrow.RecordBatch, err error) {
 	// The IPC reader panics on some malformed messages; a bad batch must be
 	// an error for its stream, not a crash of the sidecar.
 	defer func() {
@@ -78,6 +135,9 @@ func decodeOne(open func() (*ipc.Reader, error)) (rec arrow.RecordBatch, err err
 	}
 	rec = r.RecordBatch()
 	rec.Retain()
+	if !last {
+		return rec, nil
+	}
 	if r.Next() {
 		rec.Release()
 		return nil, ErrNotOneRecord

@@ -109,11 +109,18 @@ func FuzzDecodeRecordShared(f *testing.F) {
 			return
 		}
 		payload := AppendEOS(AppendFrame(bytes.Clone(schemaFrame), header, body))
+		dec, err := NewStreamDecoder(schemaFrame, memory.DefaultAllocator)
+		require.NoError(t, err)
+		defer dec.Release()
+		streamed, serr := dec.Decode(bytes.Clone(payload[len(schemaFrame):]))
 		shared, err := DecodeRecordShared(bytes.Clone(payload), memory.DefaultAllocator)
+		require.Equal(t, err == nil, serr == nil, "the stream decoder accepts what DecodeRecordShared accepts: %v, %v", err, serr)
 		if err != nil {
 			return
 		}
 		defer shared.Release()
+		defer streamed.Release()
+		require.True(t, array.RecordEqual(shared, streamed))
 		copied, err := DecodeRecord(payload, memory.DefaultAllocator)
 		require.NoError(t, err)
 		defer copied.Release()
@@ -131,4 +138,74 @@ func splitRecordFrame(t testing.TB, frame []byte) (header, body []byte) {
 	require.NoError(t, err)
 	require.Equal(t, len(frame), 8+n+int(bodyLen))
 	return frame[8 : 8+n], frame[8+n:]
+}
+
+// TestStreamDecoderReadsBatchAfterBatch: one decoder reads the batches of
+// a stream one after the other, each what DecodeRecordShared reads from
+// the whole stream, and shares each batch's bytes.
+func TestStreamDecoderReadsBatchAfterBatch(t *testing.T) {
+	stream, want := testStream(t)
+	defer want.Release()
+	schemaFrame := stream[:SchemaFrameLen(stream)]
+	dec, err := NewStreamDecoder(schemaFrame, memory.DefaultAllocator)
+	require.NoError(t, err)
+	defer dec.Release()
+	for i := range 3 {
+		framed := bytes.Clone(stream[len(schemaFrame):])
+		if i == 1 {
+			framed = framed[:len(framed)-8] // no end-of-stream marker
+		}
+		rec, err := dec.Decode(framed)
+		require.NoError(t, err, "batch %d", i)
+		assert.True(t, array.RecordEqual(want, rec), "batch %d", i)
+		values := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1), 2), 3)
+		at := bytes.Index(framed, values)
+		require.Positive(t, at)
+		framed[at+16] = 9
+		assert.Equal(t, int64(9), rec.Column(0).(*array.Int64).Value(2), "batch %d shares its bytes", i)
+		rec.Release()
+	}
+}
+
+// TestStreamDecoderRefusesMalformedBatches: what DecodeRecordShared
+// refuses after a good schema, the stream decoder refuses, and it keeps
+// refusing (the receiver ends the stream at the first error).
+func TestStreamDecoderRefusesMalformedBatches(t *testing.T) {
+	stream, rec := testStream(t)
+	rec.Release()
+	schemaEnd := SchemaFrameLen(stream)
+	framed := stream[schemaEnd:]
+	recordEnd := len(framed) - 8
+	for _, tc := range []struct {
+		name   string
+		framed []byte
+	}{
+		{"empty", nil},
+		{"end of stream only", framed[recordEnd:]},
+		{"body cut short", framed[:recordEnd-16]},
+		{"no continuation marker", make([]byte, 16)},
+		{"two records", append(append([]byte{}, framed[:recordEnd]...), framed...)},
+		{"a schema message", stream[:schemaEnd]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dec, err := NewStreamDecoder(stream[:schemaEnd], memory.DefaultAllocator)
+			require.NoError(t, err)
+			defer dec.Release()
+			rec, err := dec.Decode(bytes.Clone(tc.framed))
+			if rec != nil {
+				rec.Release()
+			}
+			assert.Error(t, err)
+			whole := append(append([]byte{}, stream[:schemaEnd]...), tc.framed...)
+			if rec, err := DecodeRecordShared(whole, memory.DefaultAllocator); err == nil {
+				rec.Release()
+				t.Fatalf("DecodeRecordShared reads what the stream decoder refuses")
+			}
+			rec, err = dec.Decode(bytes.Clone(framed))
+			if rec != nil {
+				rec.Release()
+			}
+			assert.Error(t, err, "no batch after a refused one")
+		})
+	}
 }

@@ -16,7 +16,6 @@
 package wal
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -40,8 +41,12 @@ const (
 	// MaxRecordSize bounds what a reader allocates for one record, so a
 	// corrupted length cannot ask for gigabytes.
 	MaxRecordSize = 1 << 30
-	// DefaultBufferSize is the write buffer in front of the open segment.
-	DefaultBufferSize = 1 << 20
+	// DefaultMaxWrite is the most bytes one write call of a commit takes.
+	// A commit is one writev of every record's header and payload parts,
+	// so only a group larger than this takes several calls.
+	DefaultMaxWrite = 64 << 20
+	// maxIovecs is IOV_MAX on Linux: the most buffers one writev takes.
+	maxIovecs = 1024
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -73,7 +78,9 @@ func (e *CorruptionError) Error() string {
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
 // File is the part of *os.File the WAL uses. Tests wrap it to inject
-// short writes and fsync failures.
+// short writes and fsync failures. A File that also implements
+// VectorWriter gets a commit's records in one call; *os.File does through
+// the WAL's own wrapper (writev).
 type File interface {
 	io.Writer
 	io.Reader
@@ -82,6 +89,37 @@ type File interface {
 	Truncate(size int64) error
 	Seek(offset int64, whence int) (int64, error)
 	Name() string
+}
+
+// VectorWriter writes bufs, in order, as one write at the file's offset
+// would write their concatenation, and returns how many bytes it wrote: it
+// may write fewer without an error, and the WAL writes the rest again.
+type VectorWriter interface {
+	WriteVector(bufs [][]byte) (int, error)
+}
+
+// osFile gives *os.File the vectored write (writev) the WAL commits with.
+type osFile struct{ *os.File }
+
+func (f osFile) WriteVector(bufs [][]byte) (n int, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if cerr := rc.Write(func(fd uintptr) bool {
+		for {
+			n, err = unix.Writev(int(fd), bufs)
+			if err != unix.EINTR {
+				return true
+			}
+		}
+	}); cerr != nil {
+		return 0, cerr
+	}
+	if n < 0 {
+		n = 0
+	}
+	return n, err
 }
 
 // FS is the part of the file system the WAL uses.
@@ -99,8 +137,9 @@ type Options struct {
 	FS     FS
 	Dir    string
 	Logger *slog.Logger
-	// BufferSize is the write buffer; 0 is DefaultBufferSize.
-	BufferSize int
+	// MaxWrite is the most bytes one write call takes; 0 is
+	// DefaultMaxWrite. Tests make it small so that a record spans calls.
+	MaxWrite int
 	// Repair truncates a corrupt segment at the bad record instead of
 	// stopping replay, logging what is dropped.
 	Repair bool
@@ -148,11 +187,17 @@ type WAL struct {
 	opts    Options
 	seq     uint64 // the open segment
 	f       File
-	w       *bufio.Writer
-	size    int64 // of the open segment, buffered records included
+	size    int64 // of the open segment, written records included
 	durable int64 // of the open segment, as of the last commit
-	header  [HeaderSize]byte
 	err     error // set once the WAL is poisoned
+
+	// Records written since the last commit are not copied: pending holds
+	// their frame headers (slices of headers) and payload parts, in order,
+	// until Commit hands them to one writev. A full headers slab is
+	// replaced, not grown, so the headers already pending stay put.
+	pending [][]byte
+	headers []byte
+	iov     [][]byte // scratch of writeAll
 
 	bytes    atomic.Int64  // committed bytes of every segment on disk
 	open     atomic.Uint64 // seq, for RemoveThrough on other goroutines
@@ -163,8 +208,8 @@ type WAL struct {
 // Open starts segment seq, which must not exist yet, behind the segments
 // already in the directory (replay them first).
 func Open(opts Options, seq uint64) (*WAL, error) {
-	if opts.BufferSize <= 0 {
-		opts.BufferSize = DefaultBufferSize
+	if opts.MaxWrite <= 0 {
+		opts.MaxWrite = DefaultMaxWrite
 	}
 	w := &WAL{opts: opts}
 	entries, err := opts.FS.ReadDir(opts.Dir)
@@ -217,19 +262,21 @@ func (w *WAL) openSegment(seq uint64) error {
 		_ = w.opts.FS.Remove(path)
 		return fmt.Errorf("sync wal dir: %w", err)
 	}
+	if of, ok := f.(*os.File); ok {
+		f = osFile{of}
+	}
+	// Records not committed do not move to the new segment.
+	clear(w.pending)
+	w.pending, w.headers = w.pending[:0], w.headers[:0]
 	w.seq, w.f, w.size, w.durable = seq, f, 0, 0
 	w.open.Store(seq)
-	if w.w == nil {
-		w.w = bufio.NewWriterSize(f, w.opts.BufferSize)
-	} else {
-		w.w.Reset(f)
-	}
 	return nil
 }
 
-// Write buffers one record whose payload is parts, in order, and returns
-// its size on disk. It becomes durable with the next Commit; a record is
-// replayed whole or not at all, however many write calls it takes.
+// Write adds one record whose payload is parts, in order, and returns its
+// size on disk. It becomes durable with the next Commit; a record is
+// replayed whole or not at all, however many write calls it takes. The
+// parts are not copied: they must not change until Commit returns.
 func (w *WAL) Write(parts ...[]byte) int64 {
 	n := 0
 	crc := uint32(0)
@@ -241,13 +288,17 @@ func (w *WAL) Write(parts ...[]byte) int64 {
 		// Nothing more goes behind a record that may be torn.
 		return int64(HeaderSize + n)
 	}
-	binary.LittleEndian.PutUint32(w.header[0:4], uint32(n))
-	binary.LittleEndian.PutUint32(w.header[4:8], crc)
-	// A failed write leaves the buffered writer in error; Commit reports
-	// it and cuts the segment back.
-	w.w.Write(w.header[:])
+	if len(w.headers)+HeaderSize > cap(w.headers) {
+		w.headers = make([]byte, 0, 64*HeaderSize)
+	}
+	at := len(w.headers)
+	w.headers = binary.LittleEndian.AppendUint32(w.headers, uint32(n))
+	w.headers = binary.LittleEndian.AppendUint32(w.headers, crc)
+	w.pending = append(w.pending, w.headers[at:at+HeaderSize:at+HeaderSize])
 	for _, p := range parts {
-		w.w.Write(p)
+		if len(p) > 0 {
+			w.pending = append(w.pending, p)
+		}
 	}
 	w.size += int64(HeaderSize + n)
 	return int64(HeaderSize + n)
@@ -261,7 +312,11 @@ func (w *WAL) Commit() error {
 	if w.err != nil {
 		return w.err
 	}
-	err := w.w.Flush()
+	err := w.writeAll(w.pending)
+	// The parts are the callers' again.
+	clear(w.pending)
+	w.pending = w.pending[:0]
+	w.headers = w.headers[:0]
 	if err == nil {
 		err = w.f.Sync()
 	}
@@ -270,7 +325,6 @@ func (w *WAL) Commit() error {
 		w.durable = w.size
 		return nil
 	}
-	w.w.Reset(w.f)
 	if terr := w.f.Truncate(w.durable); terr != nil {
 		return w.poison(fmt.Errorf("wal commit: %w; cut back after failure: %w", err, terr))
 	}
@@ -285,6 +339,65 @@ func (w *WAL) Commit() error {
 	}
 	w.size = w.durable
 	return fmt.Errorf("wal commit: %w", err)
+}
+
+// writeAll writes bufs at the end of the open segment: one writev per
+// maxIovecs buffers or MaxWrite bytes, again for whatever a call left.
+func (w *WAL) writeAll(bufs [][]byte) error {
+	vw, vector := w.f.(VectorWriter)
+	for len(bufs) > 0 {
+		// The call's share: whole buffers up to the limits, the last one
+		// cut at MaxWrite.
+		iov, room := w.iov[:0], w.opts.MaxWrite
+		for _, b := range bufs {
+			if len(iov) == maxIovecs || room == 0 {
+				break
+			}
+			if len(b) > room {
+				b = b[:room]
+			}
+			iov = append(iov, b)
+			room -= len(b)
+		}
+		var n int
+		var err error
+		if vector {
+			n, err = vw.WriteVector(iov)
+		} else {
+			n, err = writeEach(w.f, iov)
+		}
+		clear(iov)
+		w.iov = iov[:0]
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		// Drop what was written; a buffer written in part stays, cut.
+		for n > 0 {
+			if n < len(bufs[0]) {
+				bufs[0] = bufs[0][n:]
+				break
+			}
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+	}
+	return nil
+}
+
+// writeEach is writeAll's call for a file without vectored writes.
+func writeEach(f File, iov [][]byte) (int, error) {
+	total := 0
+	for _, b := range iov {
+		n, err := f.Write(b)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 func (w *WAL) poison(cause error) error {
