@@ -3,6 +3,7 @@ package otlparrow
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -34,6 +35,18 @@ func TestAppendAttrsMatchesRendered(t *testing.T) {
 			m.PutEmptySlice("s").AppendEmpty().SetStr("x")
 			m.PutEmptyMap("m").PutInt("n", 1)
 			m.PutEmpty("nil")
+		},
+		"ints at the extremes": func(m pcommon.Map) {
+			m.PutInt("min", math.MinInt64)
+			m.PutInt("max", math.MaxInt64)
+			m.PutInt("zero", 0)
+		},
+		// The typed entries are appended to the types map before the
+		// invalid value sends the row to the arena: they must be taken back.
+		"invalid value after typed values": func(m pcommon.Map) {
+			m.PutInt("i", 7)
+			m.PutEmptyMap("m").PutStr("k", "v")
+			m.PutStr("s", "bad\xff")
 		},
 		"duplicates after UTF-8 repair": func(m pcommon.Map) {
 			m.PutInt("k\xfe", 1)
