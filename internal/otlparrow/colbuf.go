@@ -353,6 +353,13 @@ func (c *numCol[T]) appendRepeat(v T, n int) {
 	}
 }
 
+// appendNullRepeat appends n null rows; their values are zero, as
+// appendNull's, so that a batch converted again has the same bytes.
+func (c *numCol[T]) appendNullRepeat(n int) {
+	c.valid.addRepeat(len(c.vals), n, false)
+	clear(extend(&c.vals, n))
+}
+
 func (c *numCol[T]) appendNull() {
 	c.valid.add(len(c.vals), false)
 	c.push(0)
@@ -509,6 +516,9 @@ func newListCol[T int64 | float64]() *listCol[T] { return &listCol[T]{offsets: [
 // end closes the row whose elements were appended to c.elems.
 func (c *listCol[T]) end() { push(&c.offsets, int32(len(c.elems.vals))) }
 
+// endRepeat appends n empty rows.
+func (c *listCol[T]) endRepeat(n int) { fillInt32(extend(&c.offsets, n), int32(len(c.elems.vals))) }
+
 func (c *listCol[T]) newArray(dt arrow.DataType) arrow.Array {
 	elems := c.elems.arrayData(dt.(*arrow.ListType).Elem())
 	defer elems.Release()
@@ -548,6 +558,15 @@ func newStructListCol(elems *array.StructBuilder) *structListCol {
 
 // end closes the row whose structs were appended to c.elems.
 func (c *structListCol) end() { push(&c.offsets, int32(c.elems.Len())) }
+
+// endRepeat appends n empty rows.
+func (c *structListCol) endRepeat(n int) { fillInt32(extend(&c.offsets, n), int32(c.elems.Len())) }
+
+func fillInt32(s []int32, v int32) {
+	for i := range s {
+		s[i] = v
+	}
+}
 
 func (c *structListCol) newArray(dt arrow.DataType) arrow.Array {
 	elems := c.elems.NewArray()
