@@ -51,11 +51,7 @@ func (v *validity) add(i int, valid bool) {
 		if valid {
 			return
 		}
-		v.bits = make([]byte, i/8, i/8+64)
-		for j := range v.bits {
-			v.bits[j] = 0xFF
-		}
-		v.bits = append(v.bits, byte(1)<<(i%8)-1)
+		v.start(i)
 	} else if i/8 == len(v.bits) {
 		v.bits = append(v.bits, 0)
 	}
@@ -66,13 +62,41 @@ func (v *validity) add(i int, valid bool) {
 	}
 }
 
-// addRepeat records n rows from row i on as valid or null.
+// start makes the bitmap at the first null, row i: every row before it
+// is valid. Bits from row i on are zero, and stay zero until their row is
+// added.
+func (v *validity) start(i int) {
+	v.bits = make([]byte, i/8, i/8+64)
+	for j := range v.bits {
+		v.bits[j] = 0xFF
+	}
+	v.bits = append(v.bits, byte(1)<<(i%8)-1)
+}
+
+// addRepeat records n rows from row i on as valid or null, a byte at a
+// time: the absent columns of a metric type take their nulls in runs.
 func (v *validity) addRepeat(i, n int, valid bool) {
-	if v.bits == nil && valid {
+	if n <= 0 || (v.bits == nil && valid) {
 		return
 	}
-	for j := range n {
-		v.add(i+j, valid)
+	if v.bits == nil {
+		v.start(i)
+	}
+	if need := (i + n + 7) / 8; need > len(v.bits) {
+		v.bits = append(v.bits, make([]byte, need-len(v.bits))...)
+	}
+	if !valid {
+		v.nulls += n // their bits are zero already
+		return
+	}
+	for ; n > 0 && i%8 != 0; i, n = i+1, n-1 {
+		v.bits[i/8] |= 1 << (i % 8)
+	}
+	for ; n >= 8; i, n = i+8, n-8 {
+		v.bits[i/8] = 0xFF
+	}
+	for ; n > 0; i, n = i+1, n-1 {
+		v.bits[i/8] |= 1 << (i % 8)
 	}
 }
 
