@@ -149,14 +149,8 @@ func (c *LogsConverter) appendLog(l *logCols, lr plog.LogRecord) {
 }
 
 func appendBody(l *logCols, body pcommon.Value) {
-	if body.Type() == pcommon.ValueTypeStr {
-		// Checked with the column when it is cut, like the other flat
-		// strings: a check per body cost more than the check.
-		l.message.appendValidUTF8(body.Str())
-	} else {
-		l.message.data = schema.AppendText(l.message.data, body)
-		l.message.end()
-	}
+	l.message.data = schema.AppendText(l.message.data, body)
+	l.message.end()
 	l.bodyType.appendString(schema.ValueTypeName(body.Type()))
 	switch body.Type() {
 	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
