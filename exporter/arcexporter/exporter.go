@@ -38,6 +38,7 @@ type arcExporter struct {
 	conn   *grpc.ClientConn
 	client flight.Client
 	pool   streamPool
+	runner *runner // runs pushes on goroutines whose stacks already grew
 
 	// attrs holds the precomputed attributes of each table's measurements,
 	// so recording telemetry allocates nothing per push.
@@ -51,7 +52,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*arcExporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create telemetry: %w", err)
 	}
-	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator, tel: tel, attrs: map[*schema.Table]metric.MeasurementOption{}}
+	e := &arcExporter{cfg: cfg, set: set, mem: memory.DefaultAllocator, tel: tel, runner: newRunner(), attrs: map[*schema.Table]metric.MeasurementOption{}}
 	for _, name := range schema.Names() {
 		t, _ := schema.Lookup(name)
 		e.attrs[t] = metric.WithAttributeSet(attribute.NewSet(
@@ -87,6 +88,7 @@ func (e *arcExporter) start(ctx context.Context, host component.Host) error {
 }
 
 func (e *arcExporter) shutdown(context.Context) error {
+	e.runner.close()
 	e.pool.close()
 	e.tel.Shutdown()
 	if e.conn == nil {
@@ -226,6 +228,14 @@ func classify(err error) error {
 // request from the tables already sent, the failed one and how many of its
 // batches the sidecar acknowledged).
 func (e *arcExporter) push(ctx context.Context, signal string, convert func(otlparrow.Emit) error,
+	partial func(err error, f *sendFailure, sent []*schema.Table) error,
+) (err error) {
+	e.runner.run(func() { err = e.pushNow(ctx, signal, convert, partial) })
+	return err
+}
+
+// pushNow is push on the calling goroutine.
+func (e *arcExporter) pushNow(ctx context.Context, signal string, convert func(otlparrow.Emit) error,
 	partial func(err error, f *sendFailure, sent []*schema.Table) error,
 ) error {
 	var b batches

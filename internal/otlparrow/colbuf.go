@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -52,11 +51,7 @@ func (v *validity) add(i int, valid bool) {
 		if valid {
 			return
 		}
-		v.bits = make([]byte, i/8, i/8+64)
-		for j := range v.bits {
-			v.bits[j] = 0xFF
-		}
-		v.bits = append(v.bits, byte(1)<<(i%8)-1)
+		v.start(i)
 	} else if i/8 == len(v.bits) {
 		v.bits = append(v.bits, 0)
 	}
@@ -67,13 +62,41 @@ func (v *validity) add(i int, valid bool) {
 	}
 }
 
-// addRepeat records n rows from row i on as valid or null.
+// start makes the bitmap at the first null, row i: every row before it
+// is valid. Bits from row i on are zero, and stay zero until their row is
+// added.
+func (v *validity) start(i int) {
+	v.bits = make([]byte, i/8, i/8+64)
+	for j := range v.bits {
+		v.bits[j] = 0xFF
+	}
+	v.bits = append(v.bits, byte(1)<<(i%8)-1)
+}
+
+// addRepeat records n rows from row i on as valid or null, a byte at a
+// time: the absent columns of a metric type take their nulls in runs.
 func (v *validity) addRepeat(i, n int, valid bool) {
-	if v.bits == nil && valid {
+	if n <= 0 || (v.bits == nil && valid) {
 		return
 	}
-	for j := range n {
-		v.add(i+j, valid)
+	if v.bits == nil {
+		v.start(i)
+	}
+	if need := (i + n + 7) / 8; need > len(v.bits) {
+		v.bits = append(v.bits, make([]byte, need-len(v.bits))...)
+	}
+	if !valid {
+		v.nulls += n // their bits are zero already
+		return
+	}
+	for ; n > 0 && i%8 != 0; i, n = i+1, n-1 {
+		v.bits[i/8] |= 1 << (i % 8)
+	}
+	for ; n >= 8; i, n = i+8, n-8 {
+		v.bits[i/8] = 0xFF
+	}
+	for ; n > 0; i, n = i+1, n-1 {
+		v.bits[i/8] |= 1 << (i % 8)
 	}
 }
 
@@ -114,33 +137,38 @@ func (c *strCol) rows() int { return len(c.offsets) - 1 }
 // (a fifth of a conversion's CPU). A reslice of the same slice stores only
 // its length.
 
-// room extends c.data by n bytes and returns them.
-func (c *strCol) room(n int) []byte {
-	l := len(c.data)
-	if cap(c.data)-l < n {
-		c.data = slices.Grow(c.data, n)
+// extend extends *s by n elements and returns them; the pointer in *s is
+// rewritten only when the slice grows. extend and push are written for the
+// inliner: in the slices.Grow form their cost (73) pushed strCol.room over
+// the budget of 80, and room is called per value.
+func extend[T any](s *[]T, n int) []T {
+	l := len(*s)
+	if cap(*s)-l < n {
+		*s = append(*s, make([]T, n)...)[:l]
 	}
-	c.data = c.data[:l+n]
-	return c.data[l:]
+	*s = (*s)[:l+n]
+	return (*s)[l:]
 }
+
+// push is *s = append(*s, v) that rewrites the pointer only when it grows.
+func push[T any](s *[]T, v T) {
+	n := len(*s)
+	if n == cap(*s) {
+		*s = append(*s, v)[:n]
+	}
+	*s = (*s)[:n+1]
+	(*s)[n] = v
+}
+
+// room extends c.data by n bytes and returns them.
+func (c *strCol) room(n int) []byte { return extend(&c.data, n) }
 
 // end closes the row whose bytes were appended to c.data.
 func (c *strCol) end() {
 	if c.valid.bits != nil {
 		c.valid.add(c.rows(), true)
 	}
-	pushInt32(&c.offsets, int32(len(c.data)))
-}
-
-// pushInt32 is *s = append(*s, v) that rewrites the pointer only when it
-// grows.
-func pushInt32(s *[]int32, v int32) {
-	n := len(*s)
-	if n == cap(*s) {
-		*s = slices.Grow(*s, 1)
-	}
-	*s = (*s)[:n+1]
-	(*s)[n] = v
+	push(&c.offsets, int32(len(c.data)))
 }
 
 func (c *strCol) append(b []byte) {
@@ -226,14 +254,7 @@ func (c *strCol) appendNullRepeat(n int) {
 }
 
 // grow extends c.offsets by n and returns the new slots.
-func (c *strCol) grow(n int) []int32 {
-	l := len(c.offsets)
-	if cap(c.offsets)-l < n {
-		c.offsets = slices.Grow(c.offsets, n)
-	}
-	c.offsets = c.offsets[:l+n]
-	return c.offsets[l:]
-}
+func (c *strCol) grow(n int) []int32 { return extend(&c.offsets, n) }
 
 // appendPackedRepeat appends the strings of a packed map n times.
 func (c *strCol) appendPackedRepeat(data []byte, ends []int32, n int) {
@@ -276,7 +297,7 @@ func (c *strCol) truncate(rows int) {
 
 func (c *strCol) appendNull() {
 	c.valid.add(c.rows(), false)
-	pushInt32(&c.offsets, int32(len(c.data)))
+	push(&c.offsets, int32(len(c.data)))
 }
 
 func (c *strCol) arrayData(dt arrow.DataType) arrow.ArrayData {
@@ -351,14 +372,16 @@ func (c *numCol[T]) append(v T) {
 // appendRepeat appends v n times.
 func (c *numCol[T]) appendRepeat(v T, n int) {
 	c.valid.addRepeat(len(c.vals), n, true)
-	l := len(c.vals)
-	if cap(c.vals)-l < n {
-		c.vals = slices.Grow(c.vals, n)
-	}
-	c.vals = c.vals[:l+n]
-	for i, vals := 0, c.vals[l:]; i < len(vals); i++ {
+	for i, vals := 0, extend(&c.vals, n); i < len(vals); i++ {
 		vals[i] = v
 	}
+}
+
+// appendNullRepeat appends n null rows; their values are zero, as
+// appendNull's, so that a batch converted again has the same bytes.
+func (c *numCol[T]) appendNullRepeat(n int) {
+	c.valid.addRepeat(len(c.vals), n, false)
+	clear(extend(&c.vals, n))
 }
 
 func (c *numCol[T]) appendNull() {
@@ -366,15 +389,8 @@ func (c *numCol[T]) appendNull() {
 	c.push(0)
 }
 
-// push is c.vals = append(c.vals, v) without the write barrier (see room).
-func (c *numCol[T]) push(v T) {
-	n := len(c.vals)
-	if n == cap(c.vals) {
-		c.vals = slices.Grow(c.vals, 1)
-	}
-	c.vals = c.vals[:n+1]
-	c.vals[n] = v
-}
+// push is c.vals = append(c.vals, v) without the write barrier (see extend).
+func (c *numCol[T]) push(v T) { push(&c.vals, v) }
 
 func (c *numCol[T]) arrayData(dt arrow.DataType) *array.Data {
 	d := newData(dt, len(c.vals), []*memory.Buffer{c.valid.buffer(), c.valsR.buffer(c.vals)}, nil, c.valid.nulls)
@@ -449,7 +465,7 @@ func (c *mapCol) add(key, item []byte) {
 }
 
 // end closes the row whose entries were added.
-func (c *mapCol) end() { pushInt32(&c.offsets, int32(c.keys.rows())) }
+func (c *mapCol) end() { push(&c.offsets, int32(c.keys.rows())) }
 
 // packedMap is an attribute map laid out as its column's children lay it
 // out, so that repeating it for the rows of a resource or scope costs a few
@@ -475,12 +491,7 @@ func (c *mapCol) appendPackedRepeat(p *packedMap, n int) {
 	first := c.keys.rows()
 	c.keys.appendPackedRepeat(p.keys, p.keyEnds, n)
 	c.items.appendPackedRepeat(p.items, p.itemEnds, n)
-	l := len(c.offsets)
-	if cap(c.offsets)-l < n {
-		c.offsets = slices.Grow(c.offsets, n)
-	}
-	c.offsets = c.offsets[:l+n]
-	for i, offs := 0, c.offsets[l:]; i < len(offs); i++ {
+	for i, offs := 0, extend(&c.offsets, n); i < len(offs); i++ {
 		offs[i] = int32(first + (i+1)*len(p.keyEnds))
 	}
 }
@@ -527,7 +538,10 @@ type listCol[T int64 | float64] struct {
 func newListCol[T int64 | float64]() *listCol[T] { return &listCol[T]{offsets: []int32{0}} }
 
 // end closes the row whose elements were appended to c.elems.
-func (c *listCol[T]) end() { pushInt32(&c.offsets, int32(len(c.elems.vals))) }
+func (c *listCol[T]) end() { push(&c.offsets, int32(len(c.elems.vals))) }
+
+// endRepeat appends n empty rows.
+func (c *listCol[T]) endRepeat(n int) { fillInt32(extend(&c.offsets, n), int32(len(c.elems.vals))) }
 
 func (c *listCol[T]) newArray(dt arrow.DataType) arrow.Array {
 	elems := c.elems.arrayData(dt.(*arrow.ListType).Elem())
@@ -567,7 +581,16 @@ func newStructListCol(elems *array.StructBuilder) *structListCol {
 }
 
 // end closes the row whose structs were appended to c.elems.
-func (c *structListCol) end() { pushInt32(&c.offsets, int32(c.elems.Len())) }
+func (c *structListCol) end() { push(&c.offsets, int32(c.elems.Len())) }
+
+// endRepeat appends n empty rows.
+func (c *structListCol) endRepeat(n int) { fillInt32(extend(&c.offsets, n), int32(c.elems.Len())) }
+
+func fillInt32(s []int32, v int32) {
+	for i := range s {
+		s[i] = v
+	}
+}
 
 func (c *structListCol) newArray(dt arrow.DataType) arrow.Array {
 	elems := c.elems.NewArray()

@@ -46,30 +46,55 @@ type attrRow struct {
 // pass per child afterwards: a validation call per string cost more than
 // the validation (most strings are short and ASCII). Invalid UTF-8 is rare
 // and takes the arena's path, which replaces it.
+//
+// The four children (keys and texts, keys and type tags) are appended
+// through locals stored back once per row, so an entry costs an append per
+// slice with no reload of the column through its pointer and no validity
+// check: map children hold no nulls. Ints are rendered straight into the
+// text child.
 func (c *converter) appendAttrs(m pcommon.Map, cols attrCols) bool {
 	r := &c.row
 	keys, items := &cols.text.keys, &cols.text.items
-	r.cols, r.first, r.entries = cols, keys.rows(), r.entries[:0]
-	typesFirst := cols.types.keys.rows()
-	entries := r.entries
+	tkeys, tags := &cols.types.keys, &cols.types.items
+	r.cols, r.first = cols, keys.rows()
+	typesFirst := tkeys.rows()
+	kData, kOffs, iData, iOffs := keys.data, keys.offsets, items.data, items.offsets
+	tkData, tkOffs, tData, tOffs := tkeys.data, tkeys.offsets, tags.data, tags.offsets
+	entries := r.entries[:0]
 	for k, v := range m.All() {
 		e := rowEntry{typ: v.Type()}
-		keys.appendString(k)
-		if e.typ == pcommon.ValueTypeStr {
-			items.appendString(v.Str())
-		} else {
-			e.num = appendTagged(cols, v)
+		kData = append(kData, k...)
+		kOffs = append(kOffs, int32(len(kData)))
+		switch e.typ {
+		case pcommon.ValueTypeStr:
+			iData = append(iData, v.Str()...)
+		case pcommon.ValueTypeInt:
+			e.num = v.Int()
+			iData = strconv.AppendInt(iData, e.num, 10)
+			tData = append(tData, schema.TypeInt...)
+		default:
+			// Numbers, base64 and JSON: valid UTF-8.
+			iData = schema.AppendText(iData, v)
+			tData, _ = schema.AppendTypeTag(tData, v)
+		}
+		iOffs = append(iOffs, int32(len(iData)))
+		if e.typ != pcommon.ValueTypeStr {
+			tkData = append(tkData, k...)
+			tkOffs = append(tkOffs, int32(len(tkData)))
+			tOffs = append(tOffs, int32(len(tData)))
 		}
 		entries = append(entries, e)
 	}
+	keys.data, keys.offsets, items.data, items.offsets = kData, kOffs, iData, iOffs
+	tkeys.data, tkeys.offsets, tags.data, tags.offsets = tkData, tkOffs, tData, tOffs
 	r.entries = entries
 	keysOK := r.sameKeysAsLast() || (keys.validFrom(r.first) && !r.hasDuplicateKeys())
 	if !keysOK || !items.validFrom(r.first) {
 		r.last = nil
 		keys.truncate(r.first)
 		items.truncate(r.first)
-		cols.types.keys.truncate(typesFirst)
-		cols.types.items.truncate(typesFirst)
+		tkeys.truncate(typesFirst)
+		tags.truncate(typesFirst)
 		c.rec.reset(m)
 		c.rec.appendTo(cols)
 		return false
@@ -98,28 +123,6 @@ func (r *attrRow) sameKeysAsLast() bool {
 	}
 	data := r.cols.text.keys.data
 	return string(data[prev[0]:prev[n]]) == string(data[cur[0]:cur[n]])
-}
-
-// appendTagged appends the text and the type entry of a value that is not
-// a string, whose key was just appended, and returns it if it is an int.
-// The text is valid UTF-8: numbers, base64 and JSON.
-func appendTagged(cols attrCols, v pcommon.Value) int64 {
-	keys := &cols.text.keys
-	cols.types.keys.append(keys.value(keys.rows() - 1))
-	if v.Type() == pcommon.ValueTypeInt {
-		n := v.Int()
-		var buf [20]byte
-		cols.text.items.append(strconv.AppendInt(buf[:0], n, 10))
-		cols.types.items.appendString(schema.ValueTypeName(pcommon.ValueTypeInt))
-		return n
-	}
-	items := &cols.text.items
-	items.data = schema.AppendText(items.data, v)
-	items.end()
-	tags := &cols.types.items
-	tags.data, _ = schema.AppendTypeTag(tags.data, v)
-	tags.end()
-	return 0
 }
 
 func (r *attrRow) key(i int) []byte  { return r.cols.text.keys.value(r.first + i) }

@@ -3,6 +3,7 @@ package otlparrow
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -34,6 +35,18 @@ func TestAppendAttrsMatchesRendered(t *testing.T) {
 			m.PutEmptySlice("s").AppendEmpty().SetStr("x")
 			m.PutEmptyMap("m").PutInt("n", 1)
 			m.PutEmpty("nil")
+		},
+		"ints at the extremes": func(m pcommon.Map) {
+			m.PutInt("min", math.MinInt64)
+			m.PutInt("max", math.MaxInt64)
+			m.PutInt("zero", 0)
+		},
+		// The typed entries are appended to the types map before the
+		// invalid value sends the row to the arena: they must be taken back.
+		"invalid value after typed values": func(m pcommon.Map) {
+			m.PutInt("i", 7)
+			m.PutEmptyMap("m").PutStr("k", "v")
+			m.PutStr("s", "bad\xff")
 		},
 		"duplicates after UTF-8 repair": func(m pcommon.Map) {
 			m.PutInt("k\xfe", 1)
@@ -167,6 +180,44 @@ func TestStrColMakesRowsValidAtCut(t *testing.T) {
 				}
 			}
 			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// addRepeat sets and clears a byte at a time; it must give the bitmap and
+// null count of adding its rows one by one, across byte boundaries and
+// with the first null anywhere.
+func TestValidityAddRepeatMatchesAdd(t *testing.T) {
+	type run struct {
+		n     int
+		valid bool
+	}
+	tests := map[string][]run{
+		"only valid":                  {{5, true}, {20, true}},
+		"nulls first":                 {{3, false}, {17, true}, {1, false}},
+		"first null mid-byte":         {{13, true}, {9, false}, {30, true}},
+		"first null on a byte border": {{16, true}, {8, false}, {8, true}, {7, false}},
+		"long runs":                   {{1, true}, {100, false}, {100, true}, {3, false}, {64, true}},
+		"empty runs":                  {{0, false}, {4, true}, {0, true}, {0, false}, {2, false}},
+	}
+	for name, runs := range tests {
+		t.Run(name, func(t *testing.T) {
+			var bulk, one validity
+			i := 0
+			for _, r := range runs {
+				bulk.addRepeat(i, r.n, r.valid)
+				for j := range r.n {
+					one.add(i+j, r.valid)
+				}
+				i += r.n
+			}
+			assert.Equal(t, one.nulls, bulk.nulls)
+			if one.bits == nil {
+				assert.Nil(t, bulk.bits)
+				return
+			}
+			require.Len(t, bulk.bits, len(one.bits))
+			assert.Equal(t, one.bits, bulk.bits)
 		})
 	}
 }

@@ -46,6 +46,7 @@ type MetricsConverter struct {
 
 	metric metricVals
 	mrun   metricRun
+	absent [pmetric.MetricTypeSummary + 1]absentCols // by metric type
 }
 
 // metricRun appends the metric columns (name to metadata) per run of a
@@ -71,6 +72,45 @@ func (r *metricRun) fill() {
 	c.temporality.appendRepeat(m.temporality, n)
 	c.monotonic.appendRepeat(m.isMonotonic, n)
 	m.metaP.appendRepeat(c.metadata, n)
+	a := &c.absent[m.typ]
+	for _, col := range a.nulls {
+		col.appendNullRepeat(n)
+	}
+	for _, l := range a.empty {
+		l.endRepeat(n)
+	}
+}
+
+// absentCols are the columns a metric type leaves out: null, or an empty
+// list. All the points of a metric have its type, so they are appended per
+// run of its points, like the metric's own columns: a number point leaves
+// out fifteen columns, and a call per column and point was a third of its
+// conversion.
+type absentCols struct {
+	nulls []interface{ appendNullRepeat(n int) }
+	empty []interface{ endRepeat(n int) }
+}
+
+func (c *MetricsConverter) initAbsent() {
+	type nl = interface{ appendNullRepeat(n int) }
+	type el = interface{ endRepeat(n int) }
+	c.absent[pmetric.MetricTypeGauge] = absentCols{
+		nulls: []nl{c.count, c.sum, c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset},
+		empty: []el{c.buckets, c.bounds, c.posBuckets, c.negBuckets, c.qLevels, c.qValues},
+	}
+	c.absent[pmetric.MetricTypeSum] = c.absent[pmetric.MetricTypeGauge]
+	c.absent[pmetric.MetricTypeHistogram] = absentCols{
+		nulls: []nl{c.value, c.valueInt, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset},
+		empty: []el{c.posBuckets, c.negBuckets, c.qLevels, c.qValues},
+	}
+	c.absent[pmetric.MetricTypeExponentialHistogram] = absentCols{
+		nulls: []nl{c.value, c.valueInt},
+		empty: []el{c.buckets, c.bounds, c.qLevels, c.qValues},
+	}
+	c.absent[pmetric.MetricTypeSummary] = absentCols{
+		nulls: []nl{c.value, c.valueInt, c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset},
+		empty: []el{c.buckets, c.bounds, c.posBuckets, c.negBuckets, c.exemplars}, // summaries have no exemplars
+	}
 }
 
 // metricVals are the columns of the current metric, rendered once for all
@@ -79,6 +119,7 @@ type metricVals struct {
 	name, desc, unit []byte
 	meta             rendered
 	metaP            packedAttrs
+	typ              pmetric.MetricType
 	typeName         []byte
 	temporality      []byte
 	isMonotonic      bool
@@ -92,7 +133,8 @@ func (v *metricVals) reset(m pmetric.Metric) {
 	v.meta.pack(&v.metaP)
 	var typeName, temporality string
 	v.isMonotonic = false
-	switch m.Type() {
+	v.typ = m.Type()
+	switch v.typ {
 	case pmetric.MetricTypeGauge:
 		typeName = MetricGauge
 	case pmetric.MetricTypeSum:
@@ -134,6 +176,7 @@ func NewMetricsConverter(mem memory.Allocator, batchSize int) *MetricsConverter 
 	c.exTraceID, c.exSpanID = f.str("trace_id"), f.str("span_id")
 	c.exAttrs = f.attrs("filtered_attributes")
 	c.metadata, c.attrs = t.attrs("metric_metadata"), t.attrs("attributes")
+	c.initAbsent()
 	return c
 }
 
@@ -225,55 +268,31 @@ func (c *MetricsConverter) pointCommon(ts, start pcommon.Timestamp, flags pmetri
 	c.appendAttrs(attrs, c.attrs)
 }
 
-// nuller is a column that can take a null.
-type nuller interface{ appendNull() }
-
-// nulls appends null to each column: the columns a metric type leaves out.
-func nulls(cs ...nuller) {
-	for _, c := range cs {
-		c.appendNull()
-	}
-}
-
-// empty appends an empty list to each list column.
-func empty(ls ...interface{ end() }) {
-	for _, l := range ls {
-		l.end()
-	}
-}
-
 func (c *MetricsConverter) numberPoint(dp pmetric.NumberDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
 	typ := dp.ValueType()
 	appendNumber(c.value, c.valueInt, typ == pmetric.NumberDataPointValueTypeInt, typ == pmetric.NumberDataPointValueTypeDouble,
 		dp.DoubleValue(), dp.IntValue())
-	nulls(c.count, c.sum, c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
-	empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets, c.qLevels, c.qValues)
 	c.appendExemplars(dp.Exemplars())
 }
 
 func (c *MetricsConverter) histogramPoint(dp pmetric.HistogramDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
-	nulls(c.value, c.valueInt)
 	c.count.append(int64(dp.Count()))
 	appendOptF64(c.sum, dp.Sum(), dp.HasSum())
 	appendOptF64(c.min, dp.Min(), dp.HasMin())
 	appendOptF64(c.max, dp.Max(), dp.HasMax())
 	appendUints(c.buckets, dp.BucketCounts())
 	appendFloats(c.bounds, dp.ExplicitBounds())
-	nulls(c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
-	empty(c.posBuckets, c.negBuckets, c.qLevels, c.qValues)
 	c.appendExemplars(dp.Exemplars())
 }
 
 func (c *MetricsConverter) expHistogramPoint(dp pmetric.ExponentialHistogramDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
-	nulls(c.value, c.valueInt)
 	c.count.append(int64(dp.Count()))
 	appendOptF64(c.sum, dp.Sum(), dp.HasSum())
 	appendOptF64(c.min, dp.Min(), dp.HasMin())
 	appendOptF64(c.max, dp.Max(), dp.HasMax())
-	empty(c.buckets, c.bounds)
 	c.scale.append(int64(dp.Scale()))
 	c.zeroCount.append(int64(dp.ZeroCount()))
 	c.zeroThreshold.append(dp.ZeroThreshold())
@@ -281,24 +300,19 @@ func (c *MetricsConverter) expHistogramPoint(dp pmetric.ExponentialHistogramData
 	appendUints(c.posBuckets, dp.Positive().BucketCounts())
 	c.negOffset.append(int64(dp.Negative().Offset()))
 	appendUints(c.negBuckets, dp.Negative().BucketCounts())
-	empty(c.qLevels, c.qValues)
 	c.appendExemplars(dp.Exemplars())
 }
 
 func (c *MetricsConverter) summaryPoint(dp pmetric.SummaryDataPoint) {
 	c.pointCommon(dp.Timestamp(), dp.StartTimestamp(), dp.Flags(), dp.Attributes())
-	nulls(c.value, c.valueInt)
 	c.count.append(int64(dp.Count()))
 	c.sum.append(dp.Sum())
-	nulls(c.min, c.max, c.scale, c.zeroCount, c.zeroThreshold, c.posOffset, c.negOffset)
-	empty(c.buckets, c.bounds, c.posBuckets, c.negBuckets)
 	for _, q := range dp.QuantileValues().All() {
 		c.qLevels.elems.append(q.Quantile())
 		c.qValues.elems.append(q.Value())
 	}
 	c.qLevels.end()
 	c.qValues.end()
-	c.exemplars.end() // summaries have no exemplars
 }
 
 func appendUints(l *listCol[int64], s pcommon.UInt64Slice) {
