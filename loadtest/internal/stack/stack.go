@@ -161,7 +161,7 @@ service:
   telemetry:
     logs: {level: warn}
     metrics:
-      level: detailed
+      level: normal
       readers:
         - pull:
             exporter:
