@@ -68,8 +68,9 @@ type config struct {
 
 	maxDecodedMemory int64 // -max-decoded-memory
 
-	pprofAddr   string
-	showVersion bool
+	pprofAddr       string
+	pprofContention bool // -pprof-contention
+	showVersion     bool
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
@@ -118,6 +119,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL segment is corrupt: truncate it at the bad record and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this `address`, e.g. 127.0.0.1:6060 (off by default; unauthenticated: keep it on loopback)")
+	fs.BoolVar(&c.pprofContention, "pprof-contention", false, "with -pprof-addr, record block and mutex profiles (/debug/pprof/block, /debug/pprof/mutex); off by default: sampling costs CPU on every wait")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -281,6 +283,9 @@ func run(c config, log *slog.Logger) error {
 			return err
 		}
 		defer ps.Close()
+		if c.pprofContention {
+			recordContention()
+		}
 	}
 	opts := append(grpcLimits(c),
 		grpc.MaxRecvMsgSize(64<<20),

@@ -164,6 +164,7 @@ func TestFlagSizes(t *testing.T) {
 	assert.EqualValues(t, receiver.DefaultMaxBodyBytes, c.maxBody)
 	assert.EqualValues(t, receiver.DefaultMaxDecodedBytes, c.maxDecoded)
 	assert.Empty(t, c.pprofAddr, "pprof is off by default")
+	assert.False(t, c.pprofContention, "block and mutex profiling is off by default")
 	assert.False(t, c.showVersion)
 }
 
@@ -217,8 +218,9 @@ func TestVersion(t *testing.T) {
 
 func TestPprofListener(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := parseFlags([]string{"-pprof-addr", "127.0.0.1:0"})
+	c, err := parseFlags([]string{"-pprof-addr", "127.0.0.1:0", "-pprof-contention"})
 	require.NoError(t, err)
+	assert.True(t, c.pprofContention)
 	srv, addr, err := startPprof(c.pprofAddr, quiet)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
