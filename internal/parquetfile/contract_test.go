@@ -116,21 +116,7 @@ func readAll(t *testing.T, data []byte) (*parquet.Schema, []parquet.Row) {
 func TestPageVersionAndStatistics(t *testing.T) {
 	for _, tt := range benchTables() {
 		t.Run(tt.name, func(t *testing.T) {
-			recs := tt.batches(t, 2000)
-			defer func() {
-				for _, r := range recs {
-					r.Release()
-				}
-			}()
-			var buf bytes.Buffer
-			w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 2000})
-			require.NoError(t, err)
-			for _, rec := range recs {
-				require.NoError(t, w.Write(rec, nil))
-			}
-			require.NoError(t, w.Close())
-			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-			require.NoError(t, err)
+			data, f := writeBenchFile(t, tt, 2000)
 			nested := 0
 			for _, rg := range f.Metadata().RowGroups {
 				for _, cc := range rg.Columns {
@@ -153,7 +139,7 @@ func TestPageVersionAndStatistics(t *testing.T) {
 			}
 			// The page headers themselves (arrow-go's footer lists every
 			// data page as version 1 whatever it wrote).
-			r, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+			r, err := file.NewParquetReader(bytes.NewReader(data))
 			require.NoError(t, err)
 			defer r.Close()
 			for g := range r.NumRowGroups() {
@@ -200,21 +186,7 @@ func TestDictionaryColumnsHaveNoStatistics(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.table, func(t *testing.T) {
 			tt := tables[tc.table]
-			recs := tt.batches(t, 2000)
-			defer func() {
-				for _, r := range recs {
-					r.Release()
-				}
-			}()
-			var buf bytes.Buffer
-			w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 2000})
-			require.NoError(t, err)
-			for _, rec := range recs {
-				require.NoError(t, w.Write(rec, nil))
-			}
-			require.NoError(t, w.Close())
-			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-			require.NoError(t, err)
+			_, f := writeBenchFile(t, tt, 2000)
 			for _, rg := range f.Metadata().RowGroups {
 				for _, name := range tc.noStats {
 					md := rg.Columns[leafIndex(t, f.Schema(), name)].MetaData
@@ -230,4 +202,26 @@ func TestDictionaryColumnsHaveNoStatistics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeBenchFile writes rows of tt's generated records into one file with
+// the writer's defaults and returns its bytes, opened for its metadata.
+func writeBenchFile(t *testing.T, tt benchTable, rows int) ([]byte, *parquet.File) {
+	t.Helper()
+	recs := tt.batches(t, rows)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var buf bytes.Buffer
+	w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: int64(rows)})
+	require.NoError(t, err)
+	for _, rec := range recs {
+		require.NoError(t, w.Write(rec, nil))
+	}
+	require.NoError(t, w.Close())
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	return buf.Bytes(), f
 }
