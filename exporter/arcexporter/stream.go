@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,12 +30,10 @@ const maxIdle = time.Minute
 // reused, so a stream in the pool always has every batch it carried
 // acknowledged.
 type putStream struct {
-	table  *schema.Table
-	cancel context.CancelFunc
-	stream flight.FlightService_DoPutClient
-	// w keeps its IPC payload buffer across pushes: a new writer grows
-	// one from nothing for every batch (megabytes of garbage per push).
-	w        *ipc.Writer
+	table    *schema.Table
+	cancel   context.CancelFunc
+	stream   flight.FlightService_DoPutClient
+	w        *batchWriter // sends the schema with the stream's first batch
 	next     uint64
 	lastUsed time.Time
 }
@@ -112,8 +109,12 @@ func openStream(ctx context.Context, client flight.Client, mem memory.Allocator,
 		}
 		return nil, err
 	}
-	w := ipc.NewWriterWithPayloadWriter(&payloadWriter{stream: stream, desc: arcflight.Descriptor(database, t.Name)},
-		ipc.WithSchema(t.Arrow), ipc.WithAllocator(mem))
+	w, err := newBatchWriter(&payloadWriter{stream: stream, desc: arcflight.Descriptor(database, t.Name)}, t.Arrow, mem)
+	if err != nil {
+		_ = stream.CloseSend()
+		cancel()
+		return nil, err
+	}
 	return &putStream{table: t, cancel: cancel, stream: stream, w: w}, nil
 }
 
