@@ -261,7 +261,7 @@ func (t *table) release() {
 		case builderCol:
 			c.b.Release()
 		case *structListCol:
-			c.elems.Release()
+			c.release()
 		}
 	}
 }

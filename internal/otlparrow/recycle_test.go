@@ -114,3 +114,43 @@ func TestReconvertedDataHasTheSameBytes(t *testing.T) {
 		})
 	}
 }
+
+// Batches without span events or links share one empty array of their
+// structs. Batches with and without them, interleaved and held while
+// others are released on other goroutines, must read back as the same
+// spans converted in one batch, and releasing the converter and the
+// records must free all of it.
+func TestBatchesWithAndWithoutStructs(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rowsOf := func(batchSize int) []schema.Span {
+		c := otlparrow.NewTracesConverter(mem, batchSize)
+		defer c.Release()
+		var held []arrow.RecordBatch
+		var wg sync.WaitGroup
+		// RealisticTraces gives every 50th span an event and none a link:
+		// batches of 10 alternate one with events and four without.
+		require.NoError(t, c.Convert(otlparrowtest.RealisticTraces(300), func(_ *schema.Table, rec arrow.RecordBatch) error {
+			held = append(held, rec)
+			return nil
+		}))
+		for range 3 { // later batches reuse what released ones held
+			require.NoError(t, c.Convert(otlparrowtest.RealisticTraces(100), func(_ *schema.Table, rec arrow.RecordBatch) error {
+				wg.Go(rec.Release)
+				return nil
+			}))
+		}
+		wg.Wait()
+		var rows []schema.Span
+		for _, r := range held {
+			got, err := otlparrowtest.Rows[schema.Span](r)
+			require.NoError(t, err)
+			rows = append(rows, got...)
+			r.Release()
+		}
+		return rows
+	}
+	want := rowsOf(300)
+	require.Len(t, want, 300)
+	assert.Equal(t, want, rowsOf(10))
+}
