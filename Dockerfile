@@ -22,6 +22,8 @@ FROM scratch AS otelcol-arc
 COPY bin/otelcol-arc /otelcol-arc
 COPY bin/healthcheck /healthcheck
 COPY deploy/otelcol-compose.yaml /etc/otelcol-arc/config.yaml
+# Less GC CPU for about 50 MiB more memory: see COLLECTOR_GOGC in the Makefile.
+ENV GOGC=400
 USER 10001:10001
 EXPOSE 4317 4318 13133 8888
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s CMD ["/healthcheck", "http://127.0.0.1:13133/"]

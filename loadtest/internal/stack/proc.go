@@ -25,12 +25,20 @@ type Proc struct {
 
 // StartProc runs bin with args, its output appended to dir/name.log.
 func StartProc(dir, name, bin string, args ...string) (*Proc, error) {
+	return StartProcEnv(dir, name, bin, nil, args...)
+}
+
+// StartProcEnv is StartProc with env added to this process's environment.
+func StartProcEnv(dir, name, bin string, env []string, args ...string) (*Proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", name, err)
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()

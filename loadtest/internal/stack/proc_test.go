@@ -115,3 +115,25 @@ func TestTerminate(t *testing.T) {
 	_, err := Terminate(1<<30, time.Second)
 	assert.Error(t, err, "no such process")
 }
+
+// The collector runs with the GC target make run and the image give it,
+// unless the run's environment sets one; the started process sees it next
+// to the rest of the environment.
+func TestCollectorEnv(t *testing.T) {
+	t.Setenv("ARCLOAD_TEST_KEEP", "kept")
+	t.Setenv("GOGC", "") // restored after the test
+	require.NoError(t, os.Unsetenv("GOGC"))
+	env := collectorEnv()
+	assert.Equal(t, []string{"GOGC=400"}, env)
+
+	dir := t.TempDir()
+	p, err := StartProcEnv(dir, "env", "/bin/sh", env, "-c", `echo "gogc=$GOGC keep=$ARCLOAD_TEST_KEEP"`)
+	require.NoError(t, err)
+	<-p.done
+	out, err := os.ReadFile(p.Log)
+	require.NoError(t, err)
+	assert.Equal(t, "gogc=400 keep=kept\n", string(out))
+
+	t.Setenv("GOGC", "150")
+	assert.Empty(t, collectorEnv(), "an explicit $GOGC is inherited as it is")
+}

@@ -98,7 +98,7 @@ func Start(o Options) (*Stack, error) {
 		s.Stop()
 		return nil, fmt.Errorf("write collector config: %w", err)
 	}
-	if s.Collector, err = StartProc(o.WorkDir, CollectorBin+"-"+o.Export, filepath.Join(o.BinDir, CollectorBin), "--config", cfgPath); err != nil {
+	if s.Collector, err = StartProcEnv(o.WorkDir, CollectorBin+"-"+o.Export, filepath.Join(o.BinDir, CollectorBin), collectorEnv(), "--config", cfgPath); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -171,6 +171,17 @@ service:
     logs: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
     metrics: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
 `, otlpGRPC, otlpHTTP, exporter, health, metricsPort, o.Export, pprofExt, pprofName)
+}
+
+// collectorGOGC is the collector's GC target as make run and the image set
+// it (COLLECTOR_GOGC in the Makefile), unless $GOGC sets one for the run.
+const collectorGOGC = "400"
+
+func collectorEnv() []string {
+	if _, ok := os.LookupEnv("GOGC"); ok {
+		return nil
+	}
+	return []string{"GOGC=" + collectorGOGC}
 }
 
 func freePorts(n int) ([]int, error) {
