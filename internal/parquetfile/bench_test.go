@@ -284,12 +284,6 @@ var encoders = []struct {
 		defer parquetfile.SetDirectMapLevels(parquetfile.SetDirectMapLevels(false))
 		return newEncoder(out, t, recs, rows)
 	}},
-	// The new writer with the flat columns' definition levels derived by
-	// pqarrow.
-	{"new-pqarrow-flat-levels", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-		defer parquetfile.SetDirectFlatLevels(parquetfile.SetDirectFlatLevels(false))
-		return newEncoder(out, t, recs, rows)
-	}},
 }
 
 func withMapDict(which string) encoder {

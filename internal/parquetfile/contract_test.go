@@ -226,12 +226,11 @@ func writeBenchFile(t *testing.T, tt benchTable, rows int) ([]byte, *parquet.Fil
 	return buf.Bytes(), f
 }
 
-// The levels the writer computes itself (map columns once per map, flat
-// columns from their validity) are the ones pqarrow derives leaf by leaf:
-// the files of both ways are byte for byte the same, for every table at a
-// size with map dictionaries, row subsets included (null and empty maps:
-// TestDirectMapLevelsOfNullAndEmptyMaps).
-func TestDirectLevelsWriteTheSameFiles(t *testing.T) {
+// The map columns' levels computed by the writer, once per map, are the
+// ones pqarrow derives leaf by leaf: the files of both ways are byte for
+// byte the same, for every table at a size with map dictionaries and with
+// null maps (TestMapColumnsKeepNulls reads those back).
+func TestDirectMapLevelsWriteTheSameFiles(t *testing.T) {
 	for _, tt := range benchTables() {
 		t.Run(tt.name, func(t *testing.T) {
 			recs := tt.batches(t, 5000)
@@ -242,7 +241,6 @@ func TestDirectLevelsWriteTheSameFiles(t *testing.T) {
 			}()
 			write := func(direct bool) []byte {
 				defer parquetfile.SetDirectMapLevels(parquetfile.SetDirectMapLevels(direct))
-				defer parquetfile.SetDirectFlatLevels(parquetfile.SetDirectFlatLevels(direct))
 				var buf bytes.Buffer
 				w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 5000})
 				require.NoError(t, err)

@@ -121,11 +121,3 @@ func SetDirectMapLevels(on bool) bool {
 // ReachesPqarrowInternals reports whether the writer reached its pqarrow
 // file writer's row group writer (fileWriterInternals).
 func (w *Writer) ReachesPqarrowInternals() bool { return w.rgw != nil && w.colIdx != nil }
-
-// SetDirectFlatLevels turns writing flat columns with our own levels on or
-// off, for BenchmarkEncode's variant; it returns the previous setting.
-func SetDirectFlatLevels(on bool) bool {
-	prev := directFlatLevels
-	directFlatLevels = on
-	return prev
-}

@@ -232,8 +232,8 @@ func TestDirectMapLevelsOfNullAndEmptyMaps(t *testing.T) {
 	rec, _ := labelledRecord(t, 0, mapDictMinRows+100, false)
 	defer rec.Release()
 	write := func(direct bool) []byte {
-		defer func(m, f bool) { directMapLevels, directFlatLevels = m, f }(directMapLevels, directFlatLevels)
-		directMapLevels, directFlatLevels = direct, direct
+		defer func(prev bool) { directMapLevels = prev }(directMapLevels)
+		directMapLevels = direct
 		var buf bytes.Buffer
 		w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{RowGroupRows: int64(mapDictMinRows)})
 		require.NoError(t, err)

@@ -25,61 +25,6 @@ import (
 // new-pqarrow-map-levels case is the previous way).
 var directMapLevels = true
 
-// directFlatLevels: whether top-level columns that are neither maps, lists
-// nor structs are written through pqarrow.WriteArrowToColumn with their
-// definition levels (1 for a value, 0 for a null) computed here from the
-// validity bitmap, instead of by pqarrow's path walker, which builds them
-// in buffers from its package-global pool, grown and zeroed per chunk
-// (BenchmarkEncode's new-pqarrow-flat-levels case is the previous way).
-var directFlatLevels = true
-
-// isLeafType reports whether an Arrow type is written as one Parquet
-// column without repetition.
-func isLeafType(t arrow.DataType) bool {
-	switch t.ID() {
-	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.MAP, arrow.STRUCT, arrow.DENSE_UNION, arrow.SPARSE_UNION:
-		return false
-	}
-	return true
-}
-
-// writeFlat writes the chunks of a flat column as the row group's next
-// column: definition levels from the validity bitmap when the field is
-// nullable, none when it is required.
-func (w *Writer) writeFlat(chunks []arrow.Array, nullable bool) error {
-	srgw, ok := (*w.rgw).(file.SerialRowGroupWriter)
-	if !ok {
-		return fmt.Errorf("row group writer is buffered")
-	}
-	cw, err := srgw.NextColumn()
-	if err != nil {
-		return err
-	}
-	for _, chunk := range chunks {
-		var def []int16
-		if nullable {
-			w.defs = grow16(w.defs, chunk.Len())
-			def = w.defs
-			if chunk.NullN() == 0 {
-				for i := range def {
-					def[i] = 1
-				}
-			} else {
-				for i := range def {
-					def[i] = 0
-					if chunk.IsValid(i) {
-						def[i] = 1
-					}
-				}
-			}
-		}
-		if err := pqarrow.WriteArrowToColumn(w.ctx, cw, chunk, def, nil, nullable); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // fileWriterInternals reaches the row group writer and the column counter
 // of a pqarrow.FileWriter, which it does not export: writing a column
 // through pqarrow.WriteArrowToColumn with our own levels needs the row

@@ -170,7 +170,6 @@ type Writer struct {
 	rgw    *file.RowGroupWriter
 	colIdx *int
 	ctx    context.Context
-	defs   []int16 // scratch definition levels of flat columns
 	// schema is the Arrow schema in Parquet column order; fields maps each
 	// of its columns to the column of the records written.
 	schema  *arrow.Schema
@@ -602,18 +601,6 @@ func (w *Writer) flushRowGroup() error {
 			for i, r := range w.pending {
 				parts[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
 			}
-		}
-		if w.rgw != nil && directFlatLevels && isLeafType(typ) {
-			err := w.writeFlat(parts, w.schema.Field(c).Nullable)
-			for i, a := range parts {
-				a.Release()
-				parts[i] = nil
-			}
-			if err != nil {
-				return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
-			}
-			*w.colIdx++
-			continue
 		}
 		col := arrow.NewChunked(typ, parts)
 		for i, a := range parts {
