@@ -328,6 +328,8 @@ func (m *mapDictColumn) release() {
 	putInt32s(m.keys.indices)
 	putInt32s(m.values.indices)
 	m.offsets, m.keys.indices, m.values.indices = nil, nil, nil
+	m.keys.dict.release()
+	m.values.dict.release()
 	m.levels.release()
 }
 

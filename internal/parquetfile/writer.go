@@ -698,5 +698,10 @@ func (w *Writer) Close() error {
 			m.release()
 		}
 	}
+	for _, d := range w.dict {
+		if d != nil {
+			d.release()
+		}
+	}
 	return nil
 }
