@@ -85,26 +85,33 @@ func (l *mapLevels) build(offsets []int32, valid []byte, entryDef int16) {
 	l.rep = grow16(l.rep, n)
 	l.def = grow16(l.def, n)
 	rep, def := l.rep, l.def
+	// Every level is an entry's but the first of a row: fill them so, a
+	// doubling copy at a time, then mark rows' starts and empty maps.
+	fill16(rep, 1)
+	fill16(def, entryDef)
 	at := 0
 	for i := range rows {
+		rep[at] = 0
 		k := int(offsets[i+1] - offsets[i])
 		if k == 0 {
-			rep[at], def[at] = 0, entryDef-1
+			def[at] = entryDef - 1
 			if valid != nil && !bitutil.BitIsSet(valid, i) {
 				def[at] = entryDef - 2
 			}
-			at++
-			continue
-		}
-		rep[at] = 0
-		r, d := rep[at+1:at+k], def[at:at+k]
-		for j := range r {
-			r[j] = 1
-		}
-		for j := range d {
-			d[j] = entryDef
+			k = 1
 		}
 		at += k
+	}
+}
+
+// fill16 sets every element of s to v.
+func fill16(s []int16, v int16) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = v
+	for n := 1; n < len(s); n *= 2 {
+		copy(s[n:], s[:n])
 	}
 }
 
