@@ -278,6 +278,12 @@ var encoders = []struct {
 	// PLAIN (before they had a dictionary), or only the keys with one.
 	{"new-mapdict-none", withMapDict("none")},
 	{"new-mapdict-keys", withMapDict("keys")},
+	// The new writer with the map columns' levels derived by pqarrow, leaf
+	// by leaf (before they were computed once per map).
+	{"new-pqarrow-map-levels", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.SetDirectMapLevels(parquetfile.SetDirectMapLevels(false))
+		return newEncoder(out, t, recs, rows)
+	}},
 }
 
 func withMapDict(which string) encoder {

@@ -1,8 +1,14 @@
 package parquetfile
 
 import (
+	"bytes"
+	"slices"
+	"sync"
+	"unsafe"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -17,7 +23,16 @@ import (
 type stringDict struct {
 	index  map[string]int32
 	values *array.StringBuilder
+	// small holds the first smallDict values, in index order: while the
+	// dictionary is no larger, a value is found by comparing it with each
+	// (most of our dictionaries are a handful of service names, levels,
+	// kinds, regions; a comparison of short strings costs less than
+	// hashing one).
+	small  [smallDict]string
+	nsmall int
 }
+
+const smallDict = 8
 
 var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
@@ -25,12 +40,24 @@ var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, Valu
 // it reports false instead of adding a value beyond the limit'th.
 func (d *stringDict) add(k string, limit int) (int32, bool) {
 	if d.index == nil {
-		d.index = make(map[string]int32, 256)
+		d.index = getIndex()
 	}
 	if d.values == nil {
 		d.values = array.NewStringBuilder(memory.DefaultAllocator)
 	}
-	idx, ok := d.index[k]
+	var (
+		idx int32
+		ok  bool
+	)
+	if n := len(d.index); n <= smallDict {
+		for i, v := range d.small[:d.nsmall] {
+			if v == k {
+				return int32(i), true
+			}
+		}
+	} else {
+		idx, ok = d.index[k]
+	}
 	if !ok {
 		if limit > 0 && len(d.index) >= limit {
 			return 0, false
@@ -38,6 +65,10 @@ func (d *stringDict) add(k string, limit int) (int32, bool) {
 		idx = int32(len(d.index))
 		d.index[k] = idx
 		d.values.Append(k)
+		if d.nsmall < smallDict {
+			d.small[d.nsmall] = k
+			d.nsmall++
+		}
 	}
 	return idx, true
 }
@@ -57,6 +88,28 @@ func (d *stringDict) reset() {
 		d.values = nil
 	}
 	clear(d.index)
+	d.small, d.nsmall = [smallDict]string{}, 0
+}
+
+// release empties the dictionary and gives its map to indexes.
+func (d *stringDict) release() {
+	d.reset()
+	if d.index != nil {
+		indexes.Put(d.index)
+		d.index = nil
+	}
+}
+
+// indexes keeps the emptied maps of closed writers' dictionaries for the
+// next ones: growing a map anew for every column of every file was most
+// of the dictionaries' allocations.
+var indexes sync.Pool
+
+func getIndex() map[string]int32 {
+	if m, ok := indexes.Get().(map[string]int32); ok {
+		return m
+	}
+	return make(map[string]int32, 256)
 }
 
 // dictColumn dictionary-encodes one top-level string column for a row
@@ -73,7 +126,9 @@ type dictColumn struct {
 	off bool
 
 	values  stringDict
-	indices *array.Int32Builder // of every pending run, in order
+	indices []int32 // of every pending run, in order (0 for a null)
+	valid   []byte  // validity bitmap of indices when nulls > 0
+	nulls   int
 	dict    *array.String
 }
 
@@ -81,39 +136,55 @@ type dictColumn struct {
 // it gives up (returning false, and the column is then written without a
 // dictionary) as soon as the dictionary holds more than limit values: a
 // column of ids is found out after a few of its values, not after
-// hashing every one.
+// hashing every one. The values are read straight from the string
+// arrays' offsets and bytes (arrow-go's String.Value and a builder's
+// appends were a third of this).
 func (d *dictColumn) build(runs []run, field int, limit int) bool {
-	if d.indices == nil {
-		d.indices = array.NewInt32Builder(memory.DefaultAllocator)
-	}
-	b := d.indices
 	total := 0
+	d.nulls = 0
 	for _, r := range runs {
 		total += int(r.end - r.start)
+		if r.rec.Column(field).NullN() > 0 {
+			d.nulls = -1 // counted below
+		}
 	}
-	b.Reserve(total)
+	if d.indices == nil {
+		d.indices = getInt32s()
+	}
+	d.indices = slices.Grow(d.indices[:0], total)[:total]
+	hasNulls := d.nulls != 0
+	if hasNulls {
+		d.nulls = 0
+		d.valid = append(d.valid[:0], make([]byte, bitutil.BytesForBits(int64(total)))...)
+	}
 	// Values come in runs (the resource and scope columns repeat for
 	// every span of a resource): a value equal to the one before takes its
 	// index without hashing.
-	last, lastIdx := "", int32(-1)
+	var last []byte
+	lastIdx, at := int32(-1), 0
 	for _, r := range runs {
 		col := r.rec.Column(field).(*array.String)
-		for i := r.start; i < r.end; i++ {
-			if col.IsNull(int(i)) {
-				b.UnsafeAppendBoolToBitmap(false)
+		v, nullable := viewOf(col), col.NullN() > 0
+		for i := int(r.start); i < int(r.end); i, at = i+1, at+1 {
+			if nullable && col.IsNull(i) {
+				d.indices[at] = 0
+				d.nulls++
 				continue
 			}
-			k := col.Value(int(i))
-			if lastIdx >= 0 && k == last {
-				b.UnsafeAppend(lastIdx)
+			if hasNulls {
+				bitutil.SetBit(d.valid, at)
+			}
+			k := v.at(i)
+			if lastIdx >= 0 && bytes.Equal(k, last) {
+				d.indices[at] = lastIdx
 				continue
 			}
-			idx, ok := d.values.add(k, limit)
+			idx, ok := d.values.add(unsafe.String(unsafe.SliceData(k), len(k)), limit)
 			if !ok {
 				return false
 			}
 			last, lastIdx = k, idx
-			b.UnsafeAppend(idx)
+			d.indices[at] = idx
 		}
 	}
 	d.dict = d.values.finish()
@@ -134,19 +205,29 @@ func dictLimit(rows int64) int {
 
 // array returns the dictionary array of the pending runs' values.
 func (d *dictColumn) array() arrow.Array {
-	idx := d.indices.NewInt32Array()
-	defer idx.Release()
-	return array.NewDictionaryArray(dictType, idx, d.dict)
+	var valid *memory.Buffer
+	if d.nulls > 0 {
+		valid = memory.NewBufferBytes(d.valid)
+	}
+	idx := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(d.indices))
+	data := array.NewDataWithDictionary(dictType, len(d.indices), []*memory.Buffer{valid, idx}, d.nulls, 0, d.dict.Data().(*array.Data))
+	defer data.Release()
+	return array.MakeFromData(data)
 }
 
 func (d *dictColumn) reset() {
 	d.values.reset()
-	if d.indices != nil {
-		d.indices.Release()
-		d.indices = nil
-	}
+	d.indices = d.indices[:0]
 	if d.dict != nil {
 		d.dict.Release()
 		d.dict = nil
 	}
+}
+
+// release gives the column's index slice back to int32s once the file is
+// written.
+func (d *dictColumn) release() {
+	putInt32s(d.indices)
+	d.indices = nil
+	d.values.release()
 }

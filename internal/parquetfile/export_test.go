@@ -109,3 +109,15 @@ func SetMapDictMinRows(n int) int {
 	mapDictMinRows = n
 	return prev
 }
+
+// SetDirectMapLevels turns writing map columns with our own levels on or
+// off, for BenchmarkEncode's variant; it returns the previous setting.
+func SetDirectMapLevels(on bool) bool {
+	prev := directMapLevels
+	directMapLevels = on
+	return prev
+}
+
+// ReachesPqarrowInternals reports whether the writer reached its pqarrow
+// file writer's row group writer (fileWriterInternals).
+func (w *Writer) ReachesPqarrowInternals() bool { return w.rgw != nil && w.colIdx != nil }

@@ -57,6 +57,7 @@ type mapDictColumn struct {
 	offsets []int32 // of the row group's rows, from 0
 	valid   []byte  // validity bitmap when nulls > 0
 	nulls   int
+	levels  mapLevels // for writeDirect
 }
 
 // mapLeaf is the key or the value column of a map column for a row group:
@@ -327,6 +328,9 @@ func (m *mapDictColumn) release() {
 	putInt32s(m.keys.indices)
 	putInt32s(m.values.indices)
 	m.offsets, m.keys.indices, m.values.indices = nil, nil, nil
+	m.keys.dict.release()
+	m.values.dict.release()
+	m.levels.release()
 }
 
 // reset empties the column for the next row group; the choices of the

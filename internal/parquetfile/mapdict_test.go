@@ -225,3 +225,21 @@ func TestDuckDBReadsDictionaryMaps(t *testing.T) {
 		}
 	}
 }
+
+// Null and empty maps get the levels pqarrow gives them: a file written
+// with the writer's own map levels is byte for byte pqarrow's.
+func TestDirectMapLevelsOfNullAndEmptyMaps(t *testing.T) {
+	rec, _ := labelledRecord(t, 0, mapDictMinRows+100, false)
+	defer rec.Release()
+	write := func(direct bool) []byte {
+		defer func(prev bool) { directMapLevels = prev }(directMapLevels)
+		directMapLevels = direct
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, parquet.SchemaOf(labelled{}), labelledArrow, Options{RowGroupRows: int64(mapDictMinRows)})
+		require.NoError(t, err)
+		require.NoError(t, w.Write(rec, nil))
+		require.NoError(t, w.Close())
+		return buf.Bytes()
+	}
+	assert.True(t, bytes.Equal(write(false), write(true)), "files differ")
+}

@@ -1,6 +1,7 @@
 package parquetfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -162,6 +164,12 @@ type Writer struct {
 	out   io.Writer
 	props []pq.WriterProperty
 	fw    *pqarrow.FileWriter
+	// rgw and colIdx are fw's current row group writer and column counter
+	// (fileWriterInternals), nil when unreachable; ctx is pqarrow's write
+	// context for the columns written through them.
+	rgw    *file.RowGroupWriter
+	colIdx *int
+	ctx    context.Context
 	// schema is the Arrow schema in Parquet column order; fields maps each
 	// of its columns to the column of the records written.
 	schema  *arrow.Schema
@@ -243,6 +251,10 @@ func (w *Writer) start() error {
 		return fmt.Errorf("start parquet file: %w", err)
 	}
 	w.fw = fw
+	if rgw, colIdx, ok := fileWriterInternals(fw); ok {
+		props := pqarrow.NewArrowWriterProperties()
+		w.rgw, w.colIdx, w.ctx = rgw, colIdx, pqarrow.NewArrowWriteContext(context.Background(), &props)
+	}
 	return nil
 }
 
@@ -572,7 +584,16 @@ func (w *Writer) flushRowGroup() error {
 		if d := w.dict[c]; d != nil && !d.off {
 			typ, parts = dictType, chunks[:1]
 			parts[0] = d.array()
-		} else if m := w.maps[c]; m != nil && m.on() {
+		} else if m := w.maps[c]; m != nil && m.on() && m.direct() && w.rgw != nil {
+			arr := m.array()
+			err := m.writeDirect(w.ctx, *w.rgw, arr)
+			arr.Release()
+			if err != nil {
+				return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
+			}
+			*w.colIdx += 2
+			continue
+		} else if m != nil && m.on() {
 			parts = chunks[:1]
 			parts[0] = m.array()
 			typ = parts[0].DataType()
@@ -675,6 +696,11 @@ func (w *Writer) Close() error {
 	for _, m := range w.maps {
 		if m != nil {
 			m.release()
+		}
+	}
+	for _, d := range w.dict {
+		if d != nil {
+			d.release()
 		}
 	}
 	return nil
