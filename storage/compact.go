@@ -309,7 +309,7 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 		rowGroup = parquetfile.DefaultRowGroupRows
 	}
 	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
-		parquet.DataPageVersion(parquetfile.DataPageVersion)}
+		parquet.DataPageVersion(parquetfile.DataPageVersion), parquet.PageBufferSize(parquetfile.DataPageBytes)}
 	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
 	var filters []parquet.BloomFilterColumn // one option: each replaces the last
 	for _, col := range bloomColumns(table) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
@@ -179,4 +181,62 @@ func TestSecondStoreOnADirectoryIsRefused(t *testing.T) {
 	require.NoError(t, s.Close())
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
+}
+
+// TestCompactWritesPagesOfTheFlushSize: zstd compresses each page alone,
+// so pages smaller than the flush's made merged files larger than the
+// files they replaced. The merged message column must come out in pages
+// of parquetfile.DataPageBytes, not parquet-go's default 256 KiB.
+func TestCompactWritesPagesOfTheFlushSize(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
+	require.NoError(t, err)
+	const flushes, rows = 3, 10_000
+	prefix := strings.Repeat("m", 90) // about 100 bytes per message
+	var messageBytes int64
+	for f := range flushes {
+		times := make([]time.Time, rows)
+		for i := range times {
+			times[i] = t0.Add(-time.Duration(f*rows+i) * time.Millisecond) // t0 ends its hour
+		}
+		p := prefix + strconv.Itoa(f)
+		appendBatch(t, s, p, times...)
+		for i := range rows {
+			messageBytes += int64(len(p) + 1 + len(strconv.Itoa(i)))
+		}
+		require.NoError(t, s.Flush())
+	}
+	_, err = s.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	merged := partitionFiles(t, dir, "date=2026-11-22/hour=9")
+	require.Len(t, merged, 1)
+
+	f, err := os.Open(filepath.Join(dir, "default", "logs", "date=2026-11-22/hour=9", merged[0]))
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	pf, err := parquet.OpenFile(f, st.Size())
+	require.NoError(t, err)
+	require.Equal(t, int64(flushes*rows), pf.NumRows())
+	col, ok := pf.Schema().Lookup("message")
+	require.True(t, ok)
+	pages := 0
+	for _, rg := range pf.RowGroups() {
+		ps := rg.ColumnChunks()[col.ColumnIndex].Pages()
+		for {
+			p, err := ps.ReadPage()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+			pages++
+			parquet.Release(p)
+		}
+		require.NoError(t, ps.Close())
+	}
+	// Values plus their 4-byte lengths (PLAIN), in pages of DataPageBytes.
+	want := int((messageBytes + 4*flushes*rows + parquetfile.DataPageBytes - 1) / parquetfile.DataPageBytes)
+	assert.LessOrEqual(t, pages, want+1, "the message column's %d bytes in pages of %d bytes", messageBytes, parquetfile.DataPageBytes)
 }
