@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -210,4 +211,35 @@ func TestArcPrepareBeforeTheClock(t *testing.T) {
 	require.NoError(t, d.Run(context.Background()))
 	assert.Nil(t, d.bodies, "used once")
 	assert.Positive(t, d.Recorder.Total().Acked[ArcTraces])
+}
+
+// TestArcWorkersTakeTurns: over one cycle the workers of a signal send each
+// of its payloads exactly once, whatever the number of workers and signals.
+func TestArcWorkersTakeTurns(t *testing.T) {
+	for _, tt := range []struct{ workers, signals, payloads int }{
+		{8, 1, 1024}, {8, 1, 64}, {3, 1, 64}, {8, 2, 64}, {5, 2, 60}, {1, 1, 4}, {4, 4, 8},
+	} {
+		t.Run(fmt.Sprintf("workers=%d/signals=%d/payloads=%d", tt.workers, tt.signals, tt.payloads), func(t *testing.T) {
+			for sig := range tt.signals {
+				sent := map[int]int{}
+				var turns [][2]int
+				for w := sig; w < tt.workers; w += tt.signals {
+					first, stride := payloadTurn(w, tt.workers, tt.signals)
+					turns = append(turns, [2]int{first, stride})
+				}
+				// Round robin: each worker's next request in turn, one cycle.
+				for round := 0; len(turns) > 0 && round*len(turns) < tt.payloads; round++ {
+					for _, tr := range turns {
+						if i := tr[0] + round*tr[1]; i < tt.payloads {
+							sent[i%tt.payloads]++
+						}
+					}
+				}
+				for i, n := range sent {
+					assert.Equal(t, 1, n, "payload %d sent %d times in one cycle", i, n)
+				}
+				assert.Len(t, sent, tt.payloads, "every payload of signal %d sent once", sig)
+			}
+		})
+	}
 }
