@@ -62,6 +62,9 @@ func (s *Store) crash() {
 	s.unlock()
 }
 
+// queued is how many requests wait for the next group commit.
+func (s *Store) queued() int { return len(s.appends) }
+
 // messages reads every Parquet file under dir/default/logs and returns the
 // messages by partition directory.
 func messages(t *testing.T, dir string) map[string][]string {

@@ -25,6 +25,11 @@ type Faults struct {
 	Dead         atomic.Bool   // no write, fsync or truncate reaches the disk any more
 	HoldSync     chan struct{} // non-nil: fsyncs wait until it is closed
 	Syncs        atomic.Int64  // fsyncs begun, held ones included
+	FailSyncAt   atomic.Int64  // > 0: the fsync that Syncs numbers so (from 1) fails
+	// Synced is the size of the file as of its last successful fsync: a
+	// crash keeps that much of it (of the file synced last, when several
+	// are open).
+	Synced atomic.Int64
 }
 
 // File is a file whose writes, fsyncs and truncates go through Faults.
@@ -110,14 +115,23 @@ func writev(f *os.File, bufs [][]byte) (n int, err error) {
 
 func (f *File) Sync() error {
 	fs := f.faults
-	fs.Syncs.Add(1)
+	n := fs.Syncs.Add(1)
 	if fs.HoldSync != nil {
 		<-fs.HoldSync
 	}
-	if fs.Dead.Load() || fs.FailSync.CompareAndSwap(true, false) {
+	if fs.Dead.Load() || fs.FailSync.CompareAndSwap(true, false) || fs.FailSyncAt.CompareAndSwap(n, 0) {
 		return ErrInjected
 	}
-	return f.File.Sync()
+	// Taken before the fsync: whatever it makes durable includes this much.
+	info, err := f.File.Stat()
+	if err != nil {
+		return err
+	}
+	if err := f.File.Sync(); err != nil {
+		return err
+	}
+	fs.Synced.Store(info.Size())
+	return nil
 }
 
 func (f *File) Truncate(size int64) error {
