@@ -149,7 +149,7 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 		}
 	}
 	if d.indices == nil {
-		d.indices = getInt32s()
+		d.indices = int32s.get()
 	}
 	d.indices = slices.Grow(d.indices[:0], total)[:total]
 	hasNulls := d.nulls != 0
@@ -227,7 +227,7 @@ func (d *dictColumn) reset() {
 // release gives the column's index slice back to int32s once the file is
 // written.
 func (d *dictColumn) release() {
-	putInt32s(d.indices)
+	int32s.put(d.indices)
 	d.indices = nil
 	d.values.release()
 }

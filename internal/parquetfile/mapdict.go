@@ -86,7 +86,7 @@ func (m *mapDictColumn) build(runs []run, field int, first bool) {
 		rows += int(r.end - r.start)
 	}
 	if m.offsets == nil {
-		m.offsets = getInt32s()
+		m.offsets = int32s.get()
 	}
 	m.offsets = append(slices.Grow(m.offsets[:0], rows+1), 0)
 	for _, r := range runs {
@@ -180,7 +180,7 @@ func leafOf(arr *array.Map, child int) (*array.String, int32) {
 // takes its index without hashing.
 func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
 	if l.indices == nil {
-		l.indices = getInt32s()
+		l.indices = int32s.get()
 	}
 	l.indices = slices.Grow(l.indices[:0], entries)
 	var (
@@ -306,27 +306,30 @@ func (m *mapDictColumn) array() arrow.Array {
 // writers for the next ones: a file of 10 000 spans fills 2 MB of them,
 // a tenth of what its encoding allocates, and growing them anew for every
 // file meant allocating, zeroing and copying them again.
-var int32s sync.Pool
+var int32s slicePool[int32]
 
-func getInt32s() []int32 {
-	if p, ok := int32s.Get().(*[]int32); ok {
+// slicePool keeps emptied slices of one element type for reuse.
+type slicePool[T any] struct{ p sync.Pool }
+
+func (sp *slicePool[T]) get() []T {
+	if p, ok := sp.p.Get().(*[]T); ok {
 		return (*p)[:0]
 	}
 	return nil
 }
 
-func putInt32s(s []int32) {
+func (sp *slicePool[T]) put(s []T) {
 	if cap(s) > 0 {
-		int32s.Put(&s)
+		sp.p.Put(&s)
 	}
 }
 
 // release gives the column's slices back to int32s once the file is
 // written (pqarrow holds no reference to them after that).
 func (m *mapDictColumn) release() {
-	putInt32s(m.offsets)
-	putInt32s(m.keys.indices)
-	putInt32s(m.values.indices)
+	int32s.put(m.offsets)
+	int32s.put(m.keys.indices)
+	int32s.put(m.values.indices)
 	m.offsets, m.keys.indices, m.values.indices = nil, nil, nil
 	m.keys.dict.release()
 	m.values.dict.release()

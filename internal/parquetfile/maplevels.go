@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -51,20 +50,7 @@ type mapLevels struct {
 	rep, def []int16
 }
 
-var int16s sync.Pool
-
-func getInt16s() []int16 {
-	if p, ok := int16s.Get().(*[]int16); ok {
-		return (*p)[:0]
-	}
-	return nil
-}
-
-func putInt16s(s []int16) {
-	if cap(s) > 0 {
-		int16s.Put(&s)
-	}
-}
+var int16s slicePool[int16]
 
 // build computes the levels of rows with the given offsets (from 0) and
 // validity (nil: all valid): a row with n entries gives n levels (the
@@ -80,10 +66,10 @@ func (l *mapLevels) build(offsets []int32, valid []byte, entryDef int16) {
 		}
 	}
 	if l.rep == nil {
-		l.rep = getInt16s()
+		l.rep = int16s.get()
 	}
 	if l.def == nil {
-		l.def = getInt16s()
+		l.def = int16s.get()
 	}
 	l.rep = grow16(l.rep, n)
 	l.def = grow16(l.def, n)
@@ -126,8 +112,8 @@ func grow16(s []int16, n int) []int16 {
 }
 
 func (l *mapLevels) release() {
-	putInt16s(l.rep)
-	putInt16s(l.def)
+	int16s.put(l.rep)
+	int16s.put(l.def)
 	l.rep, l.def = nil, nil
 }
 
