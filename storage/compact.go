@@ -15,6 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
@@ -222,6 +226,7 @@ type schemaGroup struct {
 	schema *parquet.Schema
 	names  []string
 	bytes  int64
+	rows   int64
 }
 
 // groupBySchema sorts a partition's files by schema: a measurement table
@@ -230,7 +235,7 @@ func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
 	bySchema := map[string]*schemaGroup{}
 	var order []string
 	for _, n := range names {
-		schema, size, err := readSchema(filepath.Join(dir, n))
+		schema, size, rows, err := readSchema(filepath.Join(dir, n))
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +248,7 @@ func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
 		}
 		g.names = append(g.names, n)
 		g.bytes += size
+		g.rows += rows
 	}
 	out := make([]*schemaGroup, len(order))
 	for i, k := range order {
@@ -251,21 +257,21 @@ func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
 	return out, nil
 }
 
-func readSchema(path string) (*parquet.Schema, int64, error) {
+func readSchema(path string) (schema *parquet.Schema, size, rows int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+		return nil, 0, 0, fmt.Errorf("open %s: %w", path, err)
 	}
-	return pf.Schema(), info.Size(), nil
+	return pf.Schema(), info.Size(), pf.NumRows(), nil
 }
 
 type mergedFile struct {
@@ -300,6 +306,87 @@ func (s *Store) merge(dir string, g *schemaGroup) (mergedFile, error) {
 }
 
 func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *mergedFile) error {
+	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
+	paths := make([]string, len(g.names))
+	for i, n := range g.names {
+		paths[i] = filepath.Join(dir, n)
+	}
+	arrowSchema, parquetSchema, err := compactSchemas(table, paths[0])
+	if err != nil {
+		// A shape the encoder does not take (a file of an older contract):
+		// merged row by row, in file order.
+		s.log.Warn("compacting row by row", "partition", dir, "reason", err)
+		return s.copyRowByRow(bw, table, g, paths, out)
+	}
+	w, err := parquetfile.NewWriter(bw, parquetSchema, arrowSchema, parquetfile.Options{
+		Compression:   s.opts.Compression,
+		RowGroupRows:  s.opts.RowGroupRows,
+		BloomColumns:  bloomColumns(table),
+		ExpectedRows:  g.rows,
+		AllStatistics: true,
+	})
+	if err != nil {
+		return err
+	}
+	m := &merger{s: s, limits: s.mergeLimits, mem: s.mem, schema: arrowSchema, out: w}
+	if s.opts.CompactSort {
+		m.keys = sortKeys(table, arrowSchema)
+	}
+	defer m.close()
+	if out.rows, err = m.mergeFiles(paths); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("close merged file: %w", err)
+	}
+	return bw.Flush()
+}
+
+// compactSchemas are the schemas a group's files are rewritten with: the
+// Arrow schema pqarrow reads them as, and the table's Parquet schema (its
+// encodings, which a file's own schema does not carry).
+func compactSchemas(table, path string) (*arrow.Schema, *parquet.Schema, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	as, err := fr.Schema()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read schema of %s: %w", path, err)
+	}
+	var ps *parquet.Schema
+	if t, ok := tables[table]; ok {
+		ps = t.Parquet
+	} else if ps, err = parquetSchema(table, timeFirst(as)); err != nil {
+		return nil, nil, err
+	}
+	if err := parquetfile.Check(ps, as); err != nil {
+		return nil, nil, err
+	}
+	return as, ps, nil
+}
+
+// timeFirst orders a measurement's fields as the write API does, time
+// first; a Parquet file holds them by name.
+func timeFirst(s *arrow.Schema) *arrow.Schema {
+	idx := s.FieldIndices(measurementTimeCol)
+	if len(idx) != 1 || idx[0] == 0 {
+		return s
+	}
+	fields := slices.Clone(s.Fields())
+	t := fields[idx[0]]
+	fields = slices.Delete(fields, idx[0], idx[0]+1)
+	return arrow.NewSchema(slices.Insert(fields, 0, t), nil)
+}
+
+// copyRowByRow merges with parquet-go, unsorted: for files whose shape
+// the table's schema no longer describes.
+func (s *Store) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup, paths []string, out *mergedFile) error {
 	codec, err := parquetfile.Codec(s.opts.Compression)
 	if err != nil {
 		return err
@@ -310,7 +397,6 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	}
 	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
 		parquet.DataPageVersion(parquetfile.DataPageVersion), parquet.PageBufferSize(parquetfile.DataPageBytes)}
-	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
 	var filters []parquet.BloomFilterColumn // one option: each replaces the last
 	for _, col := range bloomColumns(table) {
 		if _, ok := g.schema.Lookup(col); ok {
@@ -320,22 +406,9 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	if len(filters) > 0 {
 		opts = append(opts, parquet.BloomFilters(filters...))
 	}
-	var w interface {
-		parquet.RowWriter
-		Close() error
-	}
-	if sortBy := sortColumns(table, g.schema); len(sortBy) > 0 && s.opts.CompactSort {
-		// An external merge sort: runs of sortRunRows rows are sorted in
-		// memory and spilled to temp files, then merged into the output.
-		opts = append(opts, parquet.SortingWriterConfig(
-			parquet.SortingColumns(sortBy...),
-			parquet.SortingBuffers(parquet.NewFileBufferPool(s.tmpDir, "sort-*.tmp"))))
-		w = parquet.NewSortingWriter[any](bw, sortRunRows, opts...)
-	} else {
-		w = parquet.NewWriter(bw, opts...)
-	}
-	for _, n := range g.names {
-		rows, err := copyFile(w, filepath.Join(dir, n))
+	w := parquet.NewWriter(bw, opts...)
+	for _, p := range paths {
+		rows, err := copyFile(w, p)
 		if err != nil {
 			return err
 		}
@@ -347,22 +420,19 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	return bw.Flush()
 }
 
-// sortRunRows bounds the rows compaction sorts in memory at once.
-const sortRunRows = 128 * 1024
-
-// sortColumns are the table's sort keys present in the schema: the OTLP
+// sortKeys are the table's sort columns present in the schema: the OTLP
 // table's own, or time for a measurement.
-func sortColumns(table string, schema *parquet.Schema) []parquet.SortingColumn {
+func sortKeys(table string, schema *arrow.Schema) []string {
 	keys := []string{measurementTimeCol}
 	if t, ok := tables[table]; ok {
 		keys = t.SortColumns
 	}
-	var out []parquet.SortingColumn
+	var out []string
 	for _, k := range keys {
-		if _, ok := schema.Lookup(k); !ok {
+		if !schema.HasField(k) {
 			break // a prefix of the keys still orders rows usefully
 		}
-		out = append(out, parquet.Ascending(k))
+		out = append(out, k)
 	}
 	return out
 }

@@ -131,6 +131,7 @@ type Store struct {
 
 	compactMu   sync.Mutex
 	compactHook func(step string) error // tests crash compactions here
+	mergeLimits mergeLimits             // tests make runs tiny
 	lock        *os.File
 
 	sinks         []*sinkRunner
@@ -173,19 +174,20 @@ func Open(opts Options) (*Store, error) {
 		return nil, errors.New("no storage: Parquet is off and no sink is configured")
 	}
 	s := &Store{
-		opts:     opts,
-		fs:       opts.FS,
-		log:      opts.Logger,
-		mem:      opts.Allocator,
-		dir:      opts.DataDir,
-		sysDir:   filepath.Join(opts.DataDir, systemDirName),
-		appends:  make(chan *appendReq, maxGroup),
-		rotates:  make(chan chan *generation),
-		flushCh:  make(chan struct{}, 1),
-		quit:     make(chan struct{}),
-		gen:      newGeneration(),
-		madeDirs: map[string]bool{},
-		dedup:    newDedup(opts.DedupWindow, opts.Clock),
+		opts:        opts,
+		fs:          opts.FS,
+		log:         opts.Logger,
+		mem:         opts.Allocator,
+		mergeLimits: defaultMergeLimits,
+		dir:         opts.DataDir,
+		sysDir:      filepath.Join(opts.DataDir, systemDirName),
+		appends:     make(chan *appendReq, maxGroup),
+		rotates:     make(chan chan *generation),
+		flushCh:     make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		gen:         newGeneration(),
+		madeDirs:    map[string]bool{},
+		dedup:       newDedup(opts.DedupWindow, opts.Clock),
 
 		sinkDrained: make(chan struct{}),
 	}

@@ -50,6 +50,9 @@ type Options struct {
 	ExpectedRows int64
 	// Metadata is stored in the file's key/value metadata.
 	Metadata map[string]string
+	// AllStatistics gives the dictionary columns min/max statistics too
+	// (see dictStatistics): compaction sorts its files, so they prune.
+	AllStatistics bool
 }
 
 // DefaultRowGroupRows sizes row groups for scans: large enough that engines
@@ -231,7 +234,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	w.props = append(w.props, columnEncodings(schema)...)
 	for _, d := range w.dict {
 		if d != nil {
-			w.props = append(w.props, pq.WithStatsFor(d.name, dictStatistics))
+			w.props = append(w.props, pq.WithStatsFor(d.name, dictStatistics || opts.AllStatistics))
 		}
 	}
 	w.props = append(w.props, bloomFilters(schema, opts, w.maxRows)...)
