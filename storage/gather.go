@@ -1,23 +1,21 @@
 package storage
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// gather returns the rows idx of each of arrs (indices into the arrays one
-// after the other), in that order, as one array per column. Flat columns
-// (strings, 64-bit numbers and times, booleans) are copied value by value
-// here; arrow's take kernel cost about 80 ns per string on compaction's
-// records (an append through a generic builder per value). Nested columns
-// (maps and lists of the OTLP tables) go through the kernel.
-func gather(ctx context.Context, parts []arrow.Array, idx []int64, mem memory.Allocator) (arrow.Array, error) {
+// gather returns the rows idx of a column split in parts (indices into
+// the parts one after the other), in that order, as one array. It takes
+// the column types of a measurement: strings, 64-bit numbers and times,
+// booleans. It copies value by value; arrow's take kernel cost about 80 ns
+// per string on compaction's records (an append through a generic builder
+// per value, and a chunk lookup per index).
+func gather(parts []arrow.Array, idx []int64, mem memory.Allocator) (arrow.Array, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("gather rows: no arrays")
 	}
@@ -25,22 +23,7 @@ func gather(ctx context.Context, parts []arrow.Array, idx []int64, mem memory.Al
 	case *array.String, *array.Int64, *array.Float64, *array.Timestamp, *array.Boolean:
 		return gatherFlat(parts, idx, mem)
 	}
-	whole := parts[0]
-	if len(parts) > 1 {
-		var err error
-		if whole, err = array.Concatenate(parts, mem); err != nil {
-			return nil, fmt.Errorf("gather rows: %w", err)
-		}
-		defer whole.Release()
-	}
-	indices := array.NewInt64Data(array.NewData(arrow.PrimitiveTypes.Int64, len(idx),
-		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(idx))}, nil, 0, 0))
-	defer indices.Release()
-	out, err := compute.TakeArrayOpts(compute.WithAllocator(ctx, mem), whole, indices, compute.TakeOptions{BoundsCheck: false})
-	if err != nil {
-		return nil, fmt.Errorf("gather rows: %w", err)
-	}
-	return out, nil
+	return nil, fmt.Errorf("gather rows: column type %s is not one of a measurement", parts[0].DataType())
 }
 
 // gatherFlat copies the rows idx of a flat column. The parts are

@@ -19,15 +19,11 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/arc-otel/arc-otel/internal/otlparrow"
-	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
-	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
-// tinyMerge makes every record batch its own sorted run, spills them in
+// tinyMerge makes every record batch read its own sorted run, spills them in
 // batches of a few rows and merges at most three at a time, so that a
 // test of a few hundred rows goes through every path of the merge: spills,
 // merge passes into longer runs, chunks that span several batches.
@@ -66,36 +62,6 @@ func appendOrNull(b array.Builder, null bool, value func()) {
 	} else {
 		value()
 	}
-}
-
-// spanBatch is the every-field traces of the generator (events, links,
-// attribute maps, two services) at random times in t0's hour.
-func spanBatch(t *testing.T, rng *rand.Rand) (*Table, arrow.RecordBatch, []byte) {
-	t.Helper()
-	td := otlparrowtest.Traces(otlparrowtest.Sent, 12)
-	hour := t0.Truncate(time.Hour)
-	for _, rs := range td.ResourceSpans().All() {
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, s := range ss.Spans().All() {
-				at := hour.Add(time.Duration(rng.Int64N(int64(time.Hour))))
-				s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
-				s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Millisecond)))
-			}
-		}
-	}
-	c := otlparrow.NewTracesConverter(memory.NewGoAllocator(), 1<<20)
-	defer c.Release()
-	var rec arrow.RecordBatch
-	require.NoError(t, c.Convert(td, func(_ *schema.Table, r arrow.RecordBatch) error {
-		require.Nil(t, rec, "one batch")
-		r.Retain()
-		rec = r
-		return nil
-	}))
-	tbl, err := LookupTable(schema.TableTraces)
-	require.NoError(t, err)
-	require.NoError(t, tbl.Check(rec))
-	return tbl, rec, storagetest.IPC(t, rec)
 }
 
 // tableRows reads every row of a table's Parquet files as text (one
@@ -148,12 +114,13 @@ func TestCompactSortsAcrossSpilledRuns(t *testing.T) {
 		{"measurement with nulls", "sensor", []string{"time"}, func(t *testing.T, rng *rand.Rand) (*Table, arrow.RecordBatch, []byte) {
 			return sensorBatch(t, rng, 40)
 		}},
-		{"spans with events, links and maps", schema.TableTraces, []string{schema.ColServiceName, schema.ColTime}, spanBatch},
+		{"measurement of one row per batch", "sensor", []string{"time"}, func(t *testing.T, rng *rand.Rand) (*Table, arrow.RecordBatch, []byte) {
+			return sensorBatch(t, rng, 1)
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: true})
-			require.NoError(t, err)
+			s := openStore(t, dir, nil)
 			s.mergeLimits = tinyMerge
 			rng := rand.New(rand.NewPCG(1, 2))
 			ctx := context.Background()
@@ -192,48 +159,35 @@ func TestCompactSortsAcrossSpilledRuns(t *testing.T) {
 	}
 }
 
-// TestCompactWithoutSortKeepsFileOrder: with sorting off the merged file
-// holds the files' rows in file order.
-func TestCompactWithoutSortKeepsFileOrder(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour})
-	require.NoError(t, err)
-	for _, p := range []string{"c", "a", "b"} {
-		appendBatch(t, s, p, t0, t0.Add(-time.Minute))
-		require.NoError(t, s.Flush())
-	}
-	_, err = s.Compact(context.Background(), 0)
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	merged := partitionFiles(t, dir, closedHour)
-	require.Len(t, merged, 1)
-	rows, err := parquet.ReadFile[schema.LogRecord](filepath.Join(dir, "default", "logs", closedHour, merged[0]))
-	require.NoError(t, err)
-	var got []string
-	for _, r := range rows {
-		got = append(got, r.Message)
-	}
-	assert.Equal(t, []string{"c-0", "c-1", "a-0", "a-1", "b-0", "b-1"}, got)
-}
-
 // TestCompactedFilesHaveStatisticsOnEveryColumn: flushed files leave the
 // dictionary columns without min/max (parquetfile's dictStatistics); the
-// compacted files are sorted by them, so they carry them for pruning.
+// compacted files carry them for pruning.
 func TestCompactedFilesHaveStatisticsOnEveryColumn(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: true})
-	require.NoError(t, err)
-	threeFlushes(t, s)
-	_, err = s.Compact(context.Background(), 0)
+	s := openStore(t, dir, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2 {
+		tbl, rec, payload := sensorBatch(t, rng, 50)
+		require.NoError(t, s.Append(context.Background(), NoDedup, "default", tbl, payload, rec))
+		rec.Release()
+		require.NoError(t, s.Flush())
+	}
+	_, err := s.Compact(context.Background(), 0)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	merged := partitionFiles(t, dir, closedHour)
+	var merged []string
+	require.NoError(t, filepath.WalkDir(filepath.Join(dir, "default", "sensor"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, parquetExt) {
+			merged = append(merged, path)
+		}
+		return err
+	}))
 	require.Len(t, merged, 1)
-	pf, err := file.OpenParquetFile(filepath.Join(dir, "default", "logs", closedHour, merged[0]), false)
+	pf, err := file.OpenParquetFile(merged[0], false)
 	require.NoError(t, err)
 	defer pf.Close()
 	rg := pf.MetaData().RowGroup(0)
-	for _, name := range []string{schema.ColServiceName, schema.ColTime, "level"} {
+	for _, name := range []string{"time", "host", "value"} {
 		idx := pf.MetaData().Schema.ColumnIndexByName(name)
 		require.GreaterOrEqual(t, idx, 0, name)
 		cc, err := rg.ColumnChunk(idx)
@@ -244,34 +198,36 @@ func TestCompactedFilesHaveStatisticsOnEveryColumn(t *testing.T) {
 	}
 }
 
-// TestCompactMergesFilesOfAnOlderShapeRowByRow: files whose columns the
-// table's schema no longer describes are still merged (parquet-go, row by
-// row, unsorted), not left behind or refused.
+// TestCompactMergesFilesOfAnOlderShapeRowByRow: measurement files whose
+// columns the write API no longer produces (an int32 column) are still
+// merged, row by row, not left behind or refused.
 func TestCompactMergesFilesOfAnOlderShapeRowByRow(t *testing.T) {
-	type oldLog struct {
-		Time    int64  `parquet:"time,timestamp(nanosecond)"`
-		Message string `parquet:"message"`
+	type oldRow struct {
+		Time  int64  `parquet:"time,timestamp(nanosecond)"`
+		Host  string `parquet:"host"`
+		Cores int32  `parquet:"cores"`
 	}
 	dir := t.TempDir()
-	part := filepath.Join(dir, "default", schema.TableLogs, closedHour)
+	part := filepath.Join(dir, "default", "sensor", closedHour)
 	require.NoError(t, os.MkdirAll(part, 0o755))
-	for i, msgs := range [][]string{{"b", "a"}, {"c"}} {
-		var rows []oldLog
-		for _, m := range msgs {
-			rows = append(rows, oldLog{Time: t0.UnixNano(), Message: m})
+	for i, hosts := range [][]string{{"b", "a"}, {"c"}} {
+		var rows []oldRow
+		for _, h := range hosts {
+			rows = append(rows, oldRow{Time: t0.UnixNano(), Host: h, Cores: 4})
 		}
 		require.NoError(t, parquet.WriteFile(filepath.Join(part, fmt.Sprintf("old-%d%s", i, parquetExt)), rows))
 	}
-	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: true})
-	require.NoError(t, err)
+	s := openStore(t, dir, nil)
 	st, err := s.Compact(context.Background(), 0)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	assert.Equal(t, 2, st.FilesIn)
-	merged := partitionFiles(t, dir, closedHour)
-	require.Len(t, merged, 1)
-	rows, err := parquet.ReadFile[oldLog](filepath.Join(part, merged[0]))
+	assert.Equal(t, 1, st.FilesOut)
+	entries, err := os.ReadDir(part)
 	require.NoError(t, err)
-	got := slices.SortedFunc(slices.Values(rows), func(a, b oldLog) int { return cmp.Compare(a.Message, b.Message) })
-	assert.Equal(t, []oldLog{{t0.UnixNano(), "a"}, {t0.UnixNano(), "b"}, {t0.UnixNano(), "c"}}, got)
+	require.Len(t, entries, 1)
+	rows, err := parquet.ReadFile[oldRow](filepath.Join(part, entries[0].Name()))
+	require.NoError(t, err)
+	got := slices.SortedFunc(slices.Values(rows), func(a, b oldRow) int { return cmp.Compare(a.Host, b.Host) })
+	assert.Equal(t, []oldRow{{t0.UnixNano(), "a", 4}, {t0.UnixNano(), "b", 4}, {t0.UnixNano(), "c", 4}}, got)
 }

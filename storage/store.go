@@ -52,10 +52,13 @@ type Options struct {
 	// ApplyRetention can still be called).
 	CompactInterval time.Duration
 	CompactMinAge   time.Duration
-	// CompactSort orders a compacted file's rows by the table's sort
+	// CompactSort orders a compacted OTLP file's rows by the table's sort
 	// columns. Off by default: on the load harness's data it made
 	// compaction five times slower and files 50 % larger, for no faster
 	// query (docs/PERFORMANCE.md); data with many services may differ.
+	// Measurements (the Arc write API's tables) are always ordered by
+	// time: their merge sorts for less than the unsorted merge once cost,
+	// and their files shrink.
 	CompactSort bool
 	Retention   Retention
 	// Sinks get every acknowledged row besides the Parquet files (or, with

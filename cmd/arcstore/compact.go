@@ -20,7 +20,7 @@ func compactCommand(args []string) int {
 	dataDir := fs.String("data-dir", "./data", "the data directory of a stopped sidecar")
 	minAge := fs.Duration("min-age", 0, "compact partitions whose hour ended at least this long ago")
 	compression := fs.String("compression", "zstd", "Parquet compression of the merged files: zstd, snappy or none")
-	sorted := fs.Bool("sort", false, "sort rows by the table's sort columns (about 5x slower)")
+	sorted := fs.Bool("sort", false, "sort OTLP rows by the table's sort columns (about 5x slower); measurements are always ordered by time")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

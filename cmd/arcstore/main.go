@@ -99,7 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
 	fs.DurationVar(&c.compactEvery, "compact-interval", 15*time.Minute, "how often retention and compaction run; 0 turns both off (POST /admin/compact still works)")
 	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
-	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md)")
+	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted OTLP rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md); measurements are always ordered by time")
 	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h")
 	sizeVar(fs, &c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit (a `size`) of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	sizeVar(fs, &c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body (a `size`), as sent (413 past it)")
