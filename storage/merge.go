@@ -351,7 +351,8 @@ func (m *merger) mergeSpills() error {
 		for _, p := range m.spills[:m.limits.maxFanIn] {
 			_ = m.s.fs.Remove(p)
 		}
-		m.spills = append(m.spills[m.limits.maxFanIn:], f.Name())
+		// First, where its runs were: rows with equal times keep file order.
+		m.spills = append([]string{f.Name()}, m.spills[m.limits.maxFanIn:]...)
 		if err != nil {
 			return fmt.Errorf("merge sorted runs: %w", err)
 		}
