@@ -57,8 +57,8 @@ type Options struct {
 	// compaction five times slower and files 50 % larger, for no faster
 	// query (docs/PERFORMANCE.md); data with many services may differ.
 	// Measurements (the Arc write API's tables) are always ordered by
-	// time: their merge sorts for less than the unsorted merge once cost,
-	// and their files shrink.
+	// time: their merge sorts for 1.3-1.45x the CPU of an unsorted one,
+	// and their files shrink 11-13 %.
 	CompactSort bool
 	Retention   Retention
 	// Sinks get every acknowledged row besides the Parquet files (or, with
