@@ -45,7 +45,7 @@ const (
 
 // flushBufferLimit bounds the bytes the writers' pool keeps between uses
 // (the sidecar has 512 MiB in all).
-const flushBufferLimit = 64 << 20
+const flushBufferLimit = 32 << 20
 
 // writerBuffers is the allocator every Writer gives arrow-go.
 var writerBuffers memory.Allocator = newBufferPool(flushBufferLimit)

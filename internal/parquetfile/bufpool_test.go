@@ -154,8 +154,8 @@ func TestPooledBuffersWriteTheSameFiles(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	_, reused, fresh := pool.Stats()
+	held, reused, fresh := pool.Stats()
 	reused, fresh = reused-reusedFirst, fresh-freshFirst
-	t.Logf("first round: %d bytes fresh, %d reused; later rounds: %d fresh, %d reused", freshFirst, reusedFirst, fresh, reused)
+	t.Logf("first round: %d bytes fresh, %d reused; later rounds: %d fresh, %d reused; %d held", freshFirst, reusedFirst, fresh, reused, held)
 	assert.Greater(t, reused, 4*fresh, "later files take most of their buffers from the pool")
 }

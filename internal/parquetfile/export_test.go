@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 )
@@ -142,4 +143,18 @@ func SetWriterAllocator(a memory.Allocator) memory.Allocator {
 	prev := writerBuffers
 	writerBuffers = a
 	return prev
+}
+
+// UsePageZstd registers this package's zstd codec (on) or arrow-go's own
+// with arrow-go, for comparisons; it returns whether ours was registered.
+func UsePageZstd(on bool) bool {
+	codec, _ := pqcompress.GetCodec(pqcompress.Codecs.Zstd)
+	ours, was := codec.(*pageZstd)
+	switch {
+	case on && !was:
+		pqcompress.RegisterCodec(pqcompress.Codecs.Zstd, pageZstdCodec)
+	case !on && was:
+		pqcompress.RegisterCodec(pqcompress.Codecs.Zstd, ours.arrowZstdCodec)
+	}
+	return was
 }
