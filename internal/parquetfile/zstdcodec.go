@@ -21,10 +21,12 @@ type arrowZstdCodec interface {
 // drives collections between flushes, a flush then builds new encoders,
 // each allocating and clearing its match history and tables (about 19 MB
 // at level 3 with zstd's default 8 MiB window; BenchmarkEncode's
-// new-after-gc against new-after-gc-arrow-zstd). The window is windowBytes instead: a page is
-// compressed alone, so history beyond the page is never used, and a page
-// no larger than the window gets the same bytes (single-segment frames do
-// not record the window). Decoding and the streaming API are arrow-go's.
+// new-after-gc against new-after-gc-arrow-zstd). The window is
+// zstdWindowBytes instead: a page is compressed alone, so history beyond
+// the page is never used, and a page no larger than the window gets the
+// same bytes (single-segment frames do not record the window; an idle
+// encoder holds 4 MiB of history instead of 16). Decoding and the
+// streaming API are arrow-go's.
 type pageZstd struct {
 	arrowZstdCodec
 	mu   sync.Mutex
