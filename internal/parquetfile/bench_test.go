@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -284,6 +285,26 @@ var encoders = []struct {
 		defer parquetfile.SetDirectMapLevels(parquetfile.SetDirectMapLevels(false))
 		return newEncoder(out, t, recs, rows)
 	}},
+	// The new writer after two garbage collections (as in the sidecar,
+	// where the rest of the process drives collections between flushes),
+	// with the writers' zstd codec or arrow-go's, which then builds new
+	// encoders; and with fresh buffers (arrow-go's GoAllocator) instead of
+	// the pool.
+	{"new-after-gc", afterGC(true)},
+	{"new-after-gc-arrow-zstd", afterGC(false)},
+	{"new-go-allocator", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.SetWriterAllocator(parquetfile.SetWriterAllocator(memory.NewGoAllocator()))
+		return newEncoder(out, t, recs, rows)
+	}},
+}
+
+func afterGC(pageZstd bool) encoder {
+	return func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.UsePageZstd(parquetfile.UsePageZstd(pageZstd))
+		runtime.GC()
+		runtime.GC()
+		return newEncoder(out, t, recs, rows)
+	}
 }
 
 func withMapDict(which string) encoder {

@@ -5,7 +5,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 )
@@ -121,3 +123,38 @@ func SetDirectMapLevels(on bool) bool {
 // ReachesPqarrowInternals reports whether the writer reached its pqarrow
 // file writer's row group writer (fileWriterInternals).
 func (w *Writer) ReachesPqarrowInternals() bool { return w.rgw != nil && w.colIdx != nil }
+
+// BufferPool is the size-classed allocator writers give arrow-go.
+type BufferPool = bufferPool
+
+// NewBufferPool returns a pool keeping at most limit bytes.
+func NewBufferPool(limit int64) *BufferPool { return newBufferPool(limit) }
+
+// Stats returns the bytes p keeps and the class bytes it handed out
+// recycled and fresh.
+func (p *BufferPool) Stats() (held, reused, fresh int64) { return p.stats() }
+
+// PooledBytes are the smallest and largest buffers a pool keeps.
+const MinPooledBytes, MaxPooledBytes = minPooledBytes, maxPooledBytes
+
+// SetWriterAllocator makes writers created from now on give arrow-go a;
+// it returns the previous allocator.
+func SetWriterAllocator(a memory.Allocator) memory.Allocator {
+	prev := writerBuffers
+	writerBuffers = a
+	return prev
+}
+
+// UsePageZstd registers this package's zstd codec (on) or arrow-go's own
+// with arrow-go, for comparisons; it returns whether ours was registered.
+func UsePageZstd(on bool) bool {
+	codec, _ := pqcompress.GetCodec(pqcompress.Codecs.Zstd)
+	ours, was := codec.(*pageZstd)
+	switch {
+	case on && !was:
+		pqcompress.RegisterCodec(pqcompress.Codecs.Zstd, pageZstdCodec)
+	case !on && was:
+		pqcompress.RegisterCodec(pqcompress.Codecs.Zstd, ours.arrowZstdCodec)
+	}
+	return was
+}

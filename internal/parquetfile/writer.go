@@ -230,6 +230,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 		pq.WithCreatedBy("arc-otel"),
 		pq.WithBatchSize(writeBatchValues),
 		pq.WithDataPageSize(DataPageBytes),
+		pq.WithAllocator(writerBuffers),
 	}
 	w.props = append(w.props, columnEncodings(schema)...)
 	for _, d := range w.dict {

@@ -1,0 +1,128 @@
+package parquetfile
+
+import (
+	"math/bits"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// bufferPool is the memory.Allocator of the arrow-go file writers: it keeps
+// the buffers arrow-go frees (dictionary index buffers, level and page
+// buffers, statistics, bloom filters) and hands them to the next column,
+// row group or file, instead of letting every flush allocate, zero and
+// page-fault fresh large buffers and the garbage collector reclaim them.
+//
+// Buffers come in power-of-two size classes from minPooledBytes to
+// maxPooledBytes; other sizes go straight to the Go heap and are never
+// kept. At most limit bytes are kept in all, so the pool never pins more
+// than that beyond what writers use at the moment.
+//
+// It behaves as arrow-go's GoAllocator towards its callers: Allocate
+// returns zeroed, 64-byte aligned memory of the size asked (a recycled
+// buffer is cleared in full, so growing it within its capacity shows zeros
+// as a fresh one would), and Reallocate keeps the contents. Reallocate
+// recycles the buffer it replaces, as arrow-go's C allocators (realloc)
+// do, so arrow-go holds no slice of it.
+type bufferPool struct {
+	mu    sync.Mutex
+	free  [maxPoolClass - minPoolClass + 1][][]byte
+	held  int64 // bytes in free
+	limit int64
+	// reused and fresh count the bytes of the class buffers handed out
+	// from free and newly allocated (tests check that files reuse).
+	reused, fresh int64
+}
+
+const (
+	minPoolClass   = 12 // 4 KiB: smaller buffers cost little to allocate
+	maxPoolClass   = 24 // 16 MiB
+	poolAlignment  = 64
+	minPooledBytes = 1 << minPoolClass
+	maxPooledBytes = 1 << maxPoolClass
+)
+
+// flushBufferLimit bounds the bytes the writers' pool keeps between uses
+// (the sidecar has 512 MiB in all).
+const flushBufferLimit = 32 << 20
+
+// writerBuffers is the allocator every Writer gives arrow-go.
+var writerBuffers memory.Allocator = newBufferPool(flushBufferLimit)
+
+func newBufferPool(limit int64) *bufferPool { return &bufferPool{limit: limit} }
+
+// class is the size class of a buffer of n bytes, ok false when n is not
+// pooled.
+func class(n int) (int, bool) {
+	if n < minPooledBytes || n > maxPooledBytes {
+		return 0, false
+	}
+	return bits.Len(uint(n - 1)), true
+}
+
+func (p *bufferPool) Allocate(size int) []byte {
+	c, ok := class(size)
+	if !ok {
+		return alignedBytes(size)
+	}
+	p.mu.Lock()
+	list := p.free[c-minPoolClass]
+	if n := len(list); n > 0 {
+		buf := list[n-1]
+		list[n-1] = nil
+		p.free[c-minPoolClass] = list[:n-1]
+		p.held -= int64(cap(buf))
+		p.reused += int64(cap(buf))
+		p.mu.Unlock()
+		clear(buf[:cap(buf)])
+		return buf[:size]
+	}
+	p.fresh += 1 << c
+	p.mu.Unlock()
+	return alignedBytes(1 << c)[:size]
+}
+
+func (p *bufferPool) Reallocate(size int, b []byte) []byte {
+	if cap(b) >= size {
+		return b[:size]
+	}
+	buf := p.Allocate(size)
+	copy(buf, b)
+	p.Free(b)
+	return buf
+}
+
+// Free keeps b if it is a whole buffer of a size class (one Allocate
+// returned) and the pool has room.
+func (p *bufferPool) Free(b []byte) {
+	n := cap(b)
+	c, ok := class(n)
+	if !ok || n != 1<<c || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%poolAlignment != 0 {
+		return
+	}
+	p.mu.Lock()
+	if p.held+int64(n) <= p.limit {
+		p.free[c-minPoolClass] = append(p.free[c-minPoolClass], b[:0])
+		p.held += int64(n)
+	}
+	p.mu.Unlock()
+}
+
+// stats returns the bytes the pool keeps, and the bytes of class buffers
+// it has handed out recycled and fresh.
+func (p *bufferPool) stats() (held, reused, fresh int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held, p.reused, p.fresh
+}
+
+// alignedBytes returns size bytes aligned to 64 bytes, as arrow-go's
+// GoAllocator does (SIMD kernels expect it), with a capacity of size.
+func alignedBytes(size int) []byte {
+	buf := make([]byte, size+poolAlignment)
+	shift := (poolAlignment - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%poolAlignment)) % poolAlignment
+	return buf[shift : shift+size : shift+size]
+}
+
+var _ memory.Allocator = (*bufferPool)(nil)

@@ -1,0 +1,100 @@
+package parquetfile
+
+import (
+	"sync"
+
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/klauspost/compress/zstd"
+)
+
+// arrowZstdCodec is what arrow-go's own zstd codec implements.
+type arrowZstdCodec interface {
+	pqcompress.ErrorCodec
+	pqcompress.StreamingCodec
+}
+
+// pageZstd is the zstd codec of arrow-go's Parquet writers in this process
+// (registered over arrow-go's own in init). It compresses pages exactly as
+// arrow-go's does (EncodeAll, the same encoder options) but keeps its
+// encoders: arrow-go keeps them in a sync.Pool, which the garbage
+// collector empties, and in the sidecar, where the rest of the process
+// drives collections between flushes, a flush then builds new encoders,
+// each allocating and clearing its match history and tables (about 19 MB
+// at level 3 with zstd's default 8 MiB window; BenchmarkEncode's
+// new-after-gc against new-after-gc-arrow-zstd). The window is
+// zstdWindowBytes instead: a page is compressed alone, so history beyond
+// the page is never used, and a page no larger than the window gets the
+// same bytes (single-segment frames do not record the window; an idle
+// encoder holds 4 MiB of history instead of 16). Decoding and the
+// streaming API are arrow-go's.
+type pageZstd struct {
+	arrowZstdCodec
+	mu   sync.Mutex
+	idle map[zstd.EncoderLevel][]*zstd.Encoder
+	n    int // encoders in idle
+}
+
+// zstdWindowBytes is the zstd window of page compression: twice the page
+// size, since a page may pass DataPageBytes by up to one batch of values
+// before it is cut.
+const zstdWindowBytes = 2 * DataPageBytes
+
+// maxIdleEncoders bounds the encoders kept between pages (each holds
+// about 2 windows of history and 1-2 MiB of tables): as many as writers
+// compress at once in practice.
+const maxIdleEncoders = 4
+
+func init() {
+	codec, err := pqcompress.GetCodec(pqcompress.Codecs.Zstd)
+	if err != nil {
+		panic(err)
+	}
+	own, ok := codec.(arrowZstdCodec)
+	if !ok {
+		panic("arrow-go's zstd codec lacks the error or streaming API")
+	}
+	pageZstdCodec = &pageZstd{arrowZstdCodec: own, idle: map[zstd.EncoderLevel][]*zstd.Encoder{}}
+	pqcompress.RegisterCodec(pqcompress.Codecs.Zstd, pageZstdCodec)
+}
+
+var pageZstdCodec *pageZstd
+
+// EncodeLevel compresses src as one frame, as arrow-go's codec does.
+func (z *pageZstd) EncodeLevel(dst, src []byte, level int) []byte {
+	l := zstd.EncoderLevelFromZstd(level)
+	if level == pqcompress.DefaultCompressionLevel {
+		l = zstd.SpeedDefault
+	}
+	enc := z.get(l)
+	out := enc.EncodeAll(src, dst[:0])
+	z.put(l, enc)
+	return out
+}
+
+func (z *pageZstd) get(l zstd.EncoderLevel) *zstd.Encoder {
+	z.mu.Lock()
+	if list := z.idle[l]; len(list) > 0 {
+		enc := list[len(list)-1]
+		z.idle[l] = list[:len(list)-1]
+		z.n--
+		z.mu.Unlock()
+		return enc
+	}
+	z.mu.Unlock()
+	// arrow-go's options (parquet/compress/zstd.go), with the window.
+	enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l), zstd.WithEncoderConcurrency(1),
+		zstd.WithAllLitEntropyCompression(true), zstd.WithWindowSize(zstdWindowBytes))
+	if err != nil {
+		panic(err) // the options are constants
+	}
+	return enc
+}
+
+func (z *pageZstd) put(l zstd.EncoderLevel, enc *zstd.Encoder) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.n < maxIdleEncoders {
+		z.idle[l] = append(z.idle[l], enc)
+		z.n++
+	}
+}
