@@ -62,12 +62,13 @@ type mapDictColumn struct {
 
 // mapLeaf is the key or the value column of a map column for a row group:
 // dictionary indices, or (when the dictionary is off) the values copied
-// into one string array.
+// into one string array (plainOffsets, plainData).
 type mapLeaf struct {
-	off     bool
-	dict    stringDict
-	indices []int32
-	plain   *array.StringBuilder
+	off          bool
+	dict         stringDict
+	indices      []int32
+	plainOffsets []int32
+	plainData    []byte
 }
 
 // on reports whether either leaf is written with a dictionary (otherwise
@@ -251,30 +252,49 @@ func sameEntries(v strView, s int, p strView, ps, n int) bool {
 }
 
 // copy gathers the leaf's values of the runs into one string array, for a
-// leaf without dictionary in a map whose other leaf has one.
+// leaf without dictionary in a map whose other leaf has one. A run's
+// values are one range of its leaf array, so their bytes are copied at
+// once and their offsets rebased (appending value by value was 3 % of the
+// sidecar's CPU on OTLP traces and logs).
 func (l *mapLeaf) copy(runs []run, field, child, entries int) {
-	if l.plain == nil {
-		l.plain = array.NewStringBuilder(memory.DefaultAllocator)
+	if l.plainOffsets == nil {
+		l.plainOffsets, l.plainData = int32s.get(), bytePool.get()
 	}
-	l.plain.Reserve(entries)
+	offs := append(slices.Grow(l.plainOffsets[:0], entries+1), 0)
+	data := slices.Grow(l.plainData[:0], leafBytes(runs, field, child))
 	for _, r := range runs {
 		arr := r.rec.Column(field).(*array.Map)
 		col, base := leafOf(arr, child)
-		offs := arr.Offsets()[arr.Data().Offset():]
-		for j := int(base + offs[r.start]); j < int(base+offs[r.end]); j++ {
-			l.plain.Append(col.Value(j))
+		v := viewOf(col)
+		mapOffs := arr.Offsets()[arr.Data().Offset():]
+		first, last := int(base+mapOffs[r.start]), int(base+mapOffs[r.end])
+		lo, hi := v.offs[first], v.offs[last]
+		shift := int32(len(data)) - lo
+		for _, o := range v.offs[first+1 : last+1] {
+			offs = append(offs, o+shift)
 		}
+		data = append(data, v.data[lo:hi]...)
 	}
+	l.plainOffsets, l.plainData = offs, data
+}
+
+// leafBytes is the size of the leaf's values of the runs.
+func leafBytes(runs []run, field, child int) int {
+	n := 0
+	for _, r := range runs {
+		arr := r.rec.Column(field).(*array.Map)
+		col, base := leafOf(arr, child)
+		offs, mapOffs := viewOf(col).offs, arr.Offsets()[arr.Data().Offset():]
+		n += int(offs[base+mapOffs[r.end]] - offs[base+mapOffs[r.start]])
+	}
+	return n
 }
 
 // data is the leaf's array data for the row group.
 func (l *mapLeaf) data() (arrow.DataType, arrow.ArrayData) {
 	if l.off {
-		a := l.plain.NewStringArray()
-		d := a.Data()
-		d.Retain()
-		a.Release()
-		return arrow.BinaryTypes.String, d
+		buffers := []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(l.plainOffsets)), memory.NewBufferBytes(l.plainData)}
+		return arrow.BinaryTypes.String, array.NewData(arrow.BinaryTypes.String, len(l.plainOffsets)-1, buffers, nil, 0, 0)
 	}
 	dict := l.dict.finish()
 	defer dict.Release()
@@ -308,6 +328,10 @@ func (m *mapDictColumn) array() arrow.Array {
 // file meant allocating, zeroing and copying them again.
 var int32s slicePool[int32]
 
+// bytePool keeps the value bytes of map leaves copied without a
+// dictionary, as int32s keeps their offsets.
+var bytePool slicePool[byte]
+
 // slicePool keeps emptied slices of one element type for reuse.
 type slicePool[T any] struct{ p sync.Pool }
 
@@ -331,6 +355,11 @@ func (m *mapDictColumn) release() {
 	int32s.put(m.keys.indices)
 	int32s.put(m.values.indices)
 	m.offsets, m.keys.indices, m.values.indices = nil, nil, nil
+	for _, l := range []*mapLeaf{&m.keys, &m.values} {
+		int32s.put(l.plainOffsets)
+		bytePool.put(l.plainData)
+		l.plainOffsets, l.plainData = nil, nil
+	}
 	m.keys.dict.release()
 	m.values.dict.release()
 	m.levels.release()
@@ -342,10 +371,7 @@ func (m *mapDictColumn) reset() {
 	for _, l := range []*mapLeaf{&m.keys, &m.values} {
 		l.dict.reset()
 		l.indices = l.indices[:0]
-		if l.plain != nil {
-			l.plain.Release()
-			l.plain = nil
-		}
+		l.plainOffsets, l.plainData = l.plainOffsets[:0], l.plainData[:0]
 	}
 }
 

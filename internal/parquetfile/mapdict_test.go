@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,7 @@ var labelledArrow = arrow.NewSchema([]arrow.Field{
 // labelledRecord builds rows [from, to) of a table whose maps are null
 // every seventh row and empty every fifth; label "id" is unique per row
 // when unique is set, one of three values otherwise.
-func labelledRecord(t *testing.T, from, to int, unique bool) (arrow.RecordBatch, []labelled) {
+func labelledRecord(t testing.TB, from, to int, unique bool) (arrow.RecordBatch, []labelled) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, labelledArrow)
 	defer b.Release()
 	mb := b.Field(1).(*array.MapBuilder)
@@ -63,6 +64,33 @@ func labelledRecord(t *testing.T, from, to int, unique bool) (arrow.RecordBatch,
 		want = append(want, r)
 	}
 	return b.NewRecordBatch(), want
+}
+
+// BenchmarkMapValuesWithoutDictionary writes a map column whose keys take
+// a dictionary and whose values are unique, so the values are gathered
+// without one (mapLeaf.copy) from batches of 1000 rows, as a flush
+// gathers them.
+func BenchmarkMapValuesWithoutDictionary(b *testing.B) {
+	for _, rows := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			var recs []arrow.RecordBatch
+			for from := 0; from < rows; from += 1000 {
+				rec, _ := labelledRecord(b, from, from+1000, true)
+				defer rec.Release()
+				recs = append(recs, rec)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				w, err := NewWriter(io.Discard, parquet.SchemaOf(labelled{}), labelledArrow, Options{RowGroupRows: int64(rows)})
+				require.NoError(b, err)
+				for _, rec := range recs {
+					require.NoError(b, w.Write(rec, nil))
+				}
+				require.NoError(b, w.Close())
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
 }
 
 func encodingsOf(t *testing.T, data []byte) map[string][]format.Encoding {
