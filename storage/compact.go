@@ -358,7 +358,11 @@ func compactSchemas(table, path string) (*arrow.Schema, *parquet.Schema, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("read schema of %s: %w", path, err)
 	}
-	ps, err := compactedSchema(table, timeFirst(as))
+	dictInts, err := lowCardinalityInts(fr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	ps, err := compactedSchema(table, timeFirst(as), dictInts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -175,13 +175,7 @@ func TestCompactedFilesHaveStatisticsOnEveryColumn(t *testing.T) {
 	_, err := s.Compact(context.Background(), 0)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	var merged []string
-	require.NoError(t, filepath.WalkDir(filepath.Join(dir, "default", "sensor"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, parquetExt) {
-			merged = append(merged, path)
-		}
-		return err
-	}))
+	merged := parquetFilesUnder(t, filepath.Join(dir, "default", "sensor"))
 	require.Len(t, merged, 1)
 	pf, err := file.OpenParquetFile(merged[0], false)
 	require.NoError(t, err)
@@ -230,4 +224,104 @@ func TestCompactMergesFilesOfAnOlderShapeRowByRow(t *testing.T) {
 	require.NoError(t, err)
 	got := slices.SortedFunc(slices.Values(rows), func(a, b oldRow) int { return cmp.Compare(a.Host, b.Host) })
 	assert.Equal(t, []oldRow{{t0.UnixNano(), "a", 4}, {t0.UnixNano(), "b", 4}, {t0.UnixNano(), "c", 4}}, got)
+}
+
+// codesBatch is a measurement batch of n rows: a status-like code of five
+// values and a random id, both int64.
+func codesBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, []byte) {
+	t.Helper()
+	fields := []arrow.Field{{Name: "time", Type: utcNanos},
+		{Name: "code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
+	defer b.Release()
+	hour := t0.Truncate(time.Hour)
+	for i := range n {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(hour.Add(time.Duration(rng.Int64N(int64(time.Hour)))).UnixNano()))
+		appendOrNull(b.Field(1), i%9 == 0, func() { b.Field(1).(*array.Int64Builder).Append([]int64{200, 201, 404, 500, 503}[rng.IntN(5)]) })
+		b.Field(2).(*array.Int64Builder).Append(rng.Int64())
+	}
+	rec := b.NewRecordBatch()
+	tbl, err := MeasurementTable("codes", rec.Schema())
+	require.NoError(t, err)
+	return tbl, rec, storagetest.IPC(t, rec)
+}
+
+// Compacted measurement files give an integer column a dictionary when a
+// large enough sample of it shows few distinct values, and keep every row.
+func TestCompactedFilesDictionaryEncodeLowCardinalityIntegers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rows     int // per flushed file
+		codeDict bool
+	}{
+		{"large sample", minDictSampleRows + 100, true},
+		{"sample too small to tell", minDictSampleRows / 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, nil)
+			rng := rand.New(rand.NewPCG(5, 6))
+			for range 2 {
+				tbl, rec, payload := codesBatch(t, rng, tc.rows)
+				require.NoError(t, s.Append(context.Background(), NoDedup, "default", tbl, payload, rec))
+				rec.Release()
+				require.NoError(t, s.Flush())
+			}
+			tableDir := filepath.Join(dir, "default", "codes")
+			before := tableRows(t, tableDir, nil)
+			_, err := s.Compact(context.Background(), 0)
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			after := tableRows(t, tableDir, nil)
+			text := func(rows []textRow) []string {
+				out := make([]string, len(rows))
+				for i, r := range rows {
+					out[i] = r.text
+				}
+				slices.Sort(out)
+				return out
+			}
+			assert.Equal(t, text(before), text(after))
+
+			files := parquetFilesUnder(t, tableDir)
+			require.Len(t, files, 1)
+			encs := columnEncodings(t, files[0])
+			assert.Equal(t, tc.codeDict, slices.Contains(encs["code"], "RLE_DICTIONARY"), "code: %v", encs["code"])
+			assert.NotContains(t, encs["id"], "RLE_DICTIONARY", "a column of distinct ids stays plain")
+		})
+	}
+}
+
+func parquetFilesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, parquetExt) {
+			out = append(out, path)
+		}
+		return err
+	}))
+	return out
+}
+
+// columnEncodings returns the encodings of each top-level column's chunks.
+func columnEncodings(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	require.NoError(t, err)
+	defer pf.Close()
+	out := map[string][]string{}
+	for rg := range pf.NumRowGroups() {
+		meta := pf.MetaData().RowGroup(rg)
+		for c := range meta.NumColumns() {
+			cc, err := meta.ColumnChunk(c)
+			require.NoError(t, err)
+			name := cc.PathInSchema().String()
+			for _, e := range cc.Encodings() {
+				out[name] = append(out[name], e.String())
+			}
+		}
+	}
+	return out
 }
