@@ -104,6 +104,17 @@ func tableRows(t *testing.T, dir string, keys []string) []textRow {
 	return out
 }
 
+// sortedTexts is the rows' text in text order: a table's rows as a
+// multiset, whatever the files' order.
+func sortedTexts(rows []textRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.text
+	}
+	slices.Sort(out)
+	return out
+}
+
 func TestCompactSortsAcrossSpilledRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -143,15 +154,7 @@ func TestCompactSortsAcrossSpilledRuns(t *testing.T) {
 			after := tableRows(t, tableDir, tt.keys)
 			assert.True(t, slices.IsSortedFunc(after, func(a, b textRow) int { return slices.Compare(a.key, b.key) }),
 				"rows ordered by %v", tt.keys)
-			text := func(rows []textRow) []string {
-				out := make([]string, len(rows))
-				for i, r := range rows {
-					out[i] = r.text
-				}
-				slices.Sort(out)
-				return out
-			}
-			assert.Equal(t, text(before), text(after), "the same rows, every column, none lost or doubled")
+			assert.Equal(t, sortedTexts(before), sortedTexts(after), "the same rows, every column, none lost or doubled")
 			tmp, err := os.ReadDir(filepath.Join(dir, systemDirName, tmpDirName))
 			require.NoError(t, err)
 			assert.Empty(t, tmp, "no sorted run left behind")
@@ -274,15 +277,7 @@ func TestCompactedFilesDictionaryEncodeLowCardinalityIntegers(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 			after := tableRows(t, tableDir, nil)
-			text := func(rows []textRow) []string {
-				out := make([]string, len(rows))
-				for i, r := range rows {
-					out[i] = r.text
-				}
-				slices.Sort(out)
-				return out
-			}
-			assert.Equal(t, text(before), text(after))
+			assert.Equal(t, sortedTexts(before), sortedTexts(after))
 
 			files := parquetFilesUnder(t, tableDir)
 			require.Len(t, files, 1)
