@@ -103,6 +103,7 @@ func (s *Store) encode(f io.Writer, p *partition) error {
 		RowGroupRows: s.opts.RowGroupRows,
 		BloomColumns: p.table.BloomColumns,
 		ExpectedRows: int64(p.rows),
+		LiteralPages: true,
 	})
 	if err != nil {
 		return err

@@ -3,10 +3,15 @@ package e2e
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +123,38 @@ func TestArcWriteAPIEndToEnd(t *testing.T) {
 	assert.Equal(t, true, r["busy"])
 	tables := duckdb(t, "SELECT DISTINCT split_part(file, '/', -4) AS t FROM glob('"+dataDir+"/**/*.parquet')")
 	assert.Len(t, tables, 1, "the refused payloads wrote nothing: %v", tables)
+}
+
+// TestRandomIDPagesReadByEngines: the flush writes pages of random ids as
+// zstd frames of huff0-coded literals (internal/parquetfile's literals.go);
+// DuckDB and pyarrow, each with its own zstd, read every id back.
+func TestRandomIDPagesReadByEngines(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)))
+	const rows = 30_000 // one page of ids of about 1 MiB
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixNano()
+	times, seqs, ids := make([]int64, rows), make([]int64, rows), make([]string, rows)
+	for i := range rows {
+		times[i], seqs[i] = base+int64(i), int64(i)
+		ids[i] = fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+	}
+	body := pack(t, map[string]any{"m": "spans", "columns": map[string]any{"time": times, "seq": seqs, "trace_id": ids}})
+	require.Equal(t, http.StatusNoContent, post(t, "http://"+sc.http+"/api/v1/write/msgpack", body, nil))
+	sc.stop(t, 30*time.Second)
+
+	sum := md5.Sum([]byte(strings.Join(ids, ",")))
+	want := hex.EncodeToString(sum[:])
+	spans := parquetOf(dataDir, "default", "spans")
+	got := duckdb(t, "SELECT count(*) AS n, md5(string_agg(trace_id, ',' ORDER BY seq)) AS ids FROM "+spans)[0]
+	assert.EqualValues(t, rows, got["n"])
+	assert.Equal(t, want, got["ids"], "DuckDB reads every id")
+
+	script := `import sys, glob, hashlib, pyarrow.parquet as pq
+t = pq.ParquetDataset(glob.glob(sys.argv[1] + '/**/*.parquet', recursive=True)).read(columns=['seq', 'trace_id']).sort_by('seq')
+print(hashlib.md5(','.join(t.column('trace_id').to_pylist()).encode()).hexdigest())`
+	cmd := exec.Command("python3", "-c", script, filepath.Join(dataDir, "default", "spans"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "pyarrow: %s", out)
+	assert.Equal(t, want, strings.TrimSpace(string(out)), "pyarrow reads every id")
 }

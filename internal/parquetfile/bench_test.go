@@ -292,6 +292,12 @@ var encoders = []struct {
 	// the pool.
 	{"new-after-gc", afterGC(true)},
 	{"new-after-gc-arrow-zstd", afterGC(false)},
+	// Every zstd page through zstd's match search, as compaction writes
+	// (no literals-only pages of random ids).
+	{"new-no-literal-pages", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.SetLiteralPages(parquetfile.SetLiteralPages(false))
+		return newEncoder(out, t, recs, rows)
+	}},
 	{"new-go-allocator", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
 		defer parquetfile.SetWriterAllocator(parquetfile.SetWriterAllocator(memory.NewGoAllocator()))
 		return newEncoder(out, t, recs, rows)
@@ -317,7 +323,7 @@ func withMapDict(which string) encoder {
 // withProps is the new writer with extra arrow-go properties.
 func withProps(extra ...pq.WriterProperty) encoder {
 	return func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-		w, err := parquetfile.NewWriterWith(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows}, extra...)
+		w, err := parquetfile.NewWriterWith(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows, LiteralPages: true}, extra...)
 		if err != nil {
 			return err
 		}
@@ -346,8 +352,9 @@ func withNestedStats(on bool, extra ...pq.WriterProperty) encoder {
 	}
 }
 
+// newEncoder is the writer as the flush uses it.
 func newEncoder(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-	w, err := parquetfile.NewWriter(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows})
+	w, err := parquetfile.NewWriter(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows, LiteralPages: true})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	pq "github.com/apache/arrow-go/v18/parquet"
 	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/klauspost/compress/huff0"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -157,4 +158,21 @@ func UsePageZstd(on bool) bool {
 		pqcompress.RegisterCodec(pqcompress.Codecs.Zstd, ours.arrowZstdCodec)
 	}
 	return was
+}
+
+// AppendLiteralsFrame is appendLiteralsFrame with a scratch of its own.
+func AppendLiteralsFrame(dst, src []byte) []byte {
+	return appendLiteralsFrame(dst, src, new(huff0.Scratch))
+}
+
+// LiteralPagesLevel is the flag a writer with Options.LiteralPages sets in
+// its zstd level; LiteralsMinPage the smallest page it applies to.
+const LiteralPagesLevel, LiteralsMinPage = literalPagesLevel, literalsMinPage
+
+// SetLiteralPages turns Options.LiteralPages' effect on or off, for
+// BenchmarkEncode's variant; it returns the previous setting.
+func SetLiteralPages(on bool) bool {
+	prev := literalPages
+	literalPages = on
+	return prev
 }

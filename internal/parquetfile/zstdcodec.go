@@ -32,6 +32,8 @@ type pageZstd struct {
 	mu   sync.Mutex
 	idle map[zstd.EncoderLevel][]*zstd.Encoder
 	n    int // encoders in idle
+	// scratch keeps literalsScratch between pages, as idle the encoders.
+	scratch []*literalsScratch
 }
 
 // zstdWindowBytes is the zstd window of page compression: twice the page
@@ -59,16 +61,69 @@ func init() {
 
 var pageZstdCodec *pageZstd
 
-// EncodeLevel compresses src as one frame, as arrow-go's codec does.
+// EncodeLevel compresses src as one frame, as arrow-go's codec does; with
+// literalPagesLevel in level, a page that zstd's match search would
+// shrink by less than literalsSlack percent more than huff0 alone becomes
+// a literals-only frame instead (literals.go).
 func (z *pageZstd) EncodeLevel(dst, src []byte, level int) []byte {
+	literals := level > 0 && level&literalPagesLevel != 0
+	if literals {
+		level &^= literalPagesLevel
+	}
 	l := zstd.EncoderLevelFromZstd(level)
 	if level == pqcompress.DefaultCompressionLevel {
 		l = zstd.SpeedDefault
 	}
+	if literals && len(src) >= literalsMinPage && len(src) <= literalsMaxPage {
+		if out, ok := z.literals(dst, src); ok {
+			return out
+		}
+	}
 	enc := z.get(l)
-	out := enc.EncodeAll(src, dst[:0])
-	z.put(l, enc)
-	return out
+	defer z.put(l, enc)
+	return enc.EncodeAll(src, dst[:0])
+}
+
+// literalPagesLevel is set in a writer's zstd level (Options.LiteralPages)
+// to let its pages be literals-only frames: the codec is one per process
+// and the level is all it learns of the writer.
+const literalPagesLevel = 1 << 16
+
+// literals returns src as a literals-only frame if that is within
+// literalsSlack of what zstd's fastest level makes of its first
+// literalsSample bytes. The sample takes the fastest level whatever the
+// page's: it only asks whether matches pay at all, and an encoder of a
+// higher level clears tables many times larger for every call (at level 3
+// that cost more than the test saved on the OTLP tables).
+func (z *pageZstd) literals(dst, src []byte) ([]byte, bool) {
+	s := z.getScratch()
+	defer z.putScratch(s)
+	enc := z.get(zstd.SpeedFastest)
+	s.sample = enc.EncodeAll(src[:literalsSample], s.sample[:0])
+	z.put(zstd.SpeedFastest, enc)
+	if !literalsOnly(src, len(s.sample), s) {
+		return nil, false
+	}
+	return appendLiteralsFrame(dst[:0], src, &s.huff), true
+}
+
+func (z *pageZstd) getScratch() *literalsScratch {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if n := len(z.scratch); n > 0 {
+		s := z.scratch[n-1]
+		z.scratch = z.scratch[:n-1]
+		return s
+	}
+	return &literalsScratch{}
+}
+
+func (z *pageZstd) putScratch(s *literalsScratch) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if len(z.scratch) < maxIdleEncoders {
+		z.scratch = append(z.scratch, s)
+	}
 }
 
 func (z *pageZstd) get(l zstd.EncoderLevel) *zstd.Encoder {
