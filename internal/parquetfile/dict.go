@@ -124,6 +124,9 @@ type dictColumn struct {
 	// off: the first row group had mostly distinct values, so the column
 	// is written without a dictionary.
 	off bool
+	// distinct: when the dictionary was given up, nearly every value seen
+	// until then was new (uniqueShare), as in a column of ids.
+	distinct bool
 
 	values  stringDict
 	indices []int32 // of every pending run, in order (0 for a null)
@@ -181,6 +184,8 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 			}
 			idx, ok := d.values.add(unsafe.String(unsafe.SliceData(k), len(k)), limit)
 			if !ok {
+				seen := at + 1 - d.nulls
+				d.distinct = (limit+1)*100 >= seen*uniqueShare
 				return false
 			}
 			last, lastIdx = k, idx
@@ -190,6 +195,11 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 	d.dict = d.values.finish()
 	return true
 }
+
+// uniqueShare is the percentage of new values among those a column's
+// dictionary saw before giving up above which its values count as
+// distinct (Options.LiteralPages).
+const uniqueShare = 95
 
 // dictLimit is the most distinct values a column's dictionary may take
 // from the first row group of rows rows: each value must repeat about eight

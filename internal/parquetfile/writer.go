@@ -53,11 +53,12 @@ type Options struct {
 	// AllStatistics gives the dictionary columns min/max statistics too
 	// (see dictStatistics): compaction sorts its files, so they prune.
 	AllStatistics bool
-	// LiteralPages lets zstd pages that its match search barely shrinks
-	// (random ids) be written as huff0-coded literals only, in a third of
-	// the time for up to literalsSlack percent more bytes (literals.go).
-	// The flush sets it; compaction, whose files are the ones kept, does
-	// not.
+	// LiteralPages lets the pages of columns of distinct strings (ids,
+	// see dictColumn.distinct) be written as huff0-coded literals only
+	// where zstd's match search barely shrinks them (random ids), in a
+	// third of the time for up to literalsSlack percent more bytes
+	// (literals.go). The flush sets it; compaction, whose files are the
+	// ones kept, does not.
 	LiteralPages bool
 }
 
@@ -141,16 +142,6 @@ func zstdLevel(schema *parquet.Schema) int {
 	return zstdLevelFlat
 }
 
-// compressionLevel is the level the writer gives arrow-go's codec: the
-// table's zstd level, with literalPagesLevel where opts allow them.
-func compressionLevel(schema *parquet.Schema, opts Options) int {
-	level := zstdLevel(schema)
-	if opts.LiteralPages && literalPages {
-		level |= literalPagesLevel
-	}
-	return level
-}
-
 // literalPages: whether Options.LiteralPages has effect (benchmarks turn
 // it off to compare).
 var literalPages = true
@@ -209,9 +200,13 @@ type Writer struct {
 	dict    []*dictColumn    // the top-level string columns the schema dictionary-encodes
 	maps    []*mapDictColumn // the top-level map<string, string> columns
 	maxRows int64
-	pending []run // rows of the current row group
-	rows    int64 // rows in pending
-	total   int64
+	// level is the files' zstd level; literalPages says whether columns
+	// of distinct strings may take literals-only pages.
+	level        int
+	literalPages bool
+	pending      []run // rows of the current row group
+	rows         int64 // rows in pending
+	total        int64
 	// dictValues counts the distinct values of the dictionaries handed to
 	// arrow-go, which allocates twice for each when it takes one in
 	// (TestAllocationsDoNotGrowWithRows allows for them).
@@ -231,7 +226,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows}
+	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows, level: zstdLevel(schema), literalPages: opts.LiteralPages && literalPages}
 	if w.maxRows <= 0 {
 		w.maxRows = DefaultRowGroupRows
 	}
@@ -241,7 +236,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	w.props = []pq.WriterProperty{
 		pq.WithRootName(schema.Name()),
 		pq.WithCompression(codec),
-		pq.WithCompressionLevel(compressionLevel(schema, opts)),
+		pq.WithCompressionLevel(w.level),
 		pq.WithMaxRowGroupLength(w.maxRows),
 		pq.WithDataPageVersion(arrowPageVersion[DataPageVersion]),
 		pq.WithStats(true),
@@ -272,6 +267,9 @@ func (w *Writer) start() error {
 	for _, d := range w.dict {
 		if d != nil && d.off {
 			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding), pq.WithStatsFor(d.name, true))
+			if d.distinct && w.literalPages {
+				props = append(props, pq.WithCompressionLevelFor(d.name, w.level|literalPagesLevel))
+			}
 		}
 	}
 	for _, m := range w.maps {

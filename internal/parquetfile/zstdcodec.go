@@ -84,9 +84,10 @@ func (z *pageZstd) EncodeLevel(dst, src []byte, level int) []byte {
 	return enc.EncodeAll(src, dst[:0])
 }
 
-// literalPagesLevel is set in a writer's zstd level (Options.LiteralPages)
-// to let its pages be literals-only frames: the codec is one per process
-// and the level is all it learns of the writer.
+// literalPagesLevel is set in the zstd level of a column of distinct
+// strings (Options.LiteralPages) to let its pages be literals-only frames:
+// the codec is one per process and the level is all it learns of the
+// column.
 const literalPagesLevel = 1 << 16
 
 // literals returns src as a literals-only frame if that is within
