@@ -15,7 +15,12 @@ import (
 // 298 MB/s for a 2.06x ratio, huff0 alone 910 MB/s for 1.91x). Such a
 // page is written as a zstd frame of huff0-coded literal blocks with no
 // sequences: a frame every zstd decoder reads (RFC 8878), made without
-// the search.
+// the search. Two tests keep it to such pages. The writer marks only
+// columns of distinct values (dictColumn.distinct): ids that repeat, as a
+// trace's spans share one, are matches zstd finds at any distance, which
+// a sample would miss. The codec then takes a page only where a sample of
+// its start shows zstd's matches paying less than literalsSlack: distinct
+// text (messages, paths) repeats its words.
 const (
 	// literalsMinPage is the smallest page tested for literals-only
 	// coding: below it the test is not worth its fixed cost.
