@@ -39,7 +39,7 @@ func TestAllocationsDoNotGrowWithRows(t *testing.T) {
 			// turns off (dictLimit) does not count as growth.
 			file := func(recs ...arrow.RecordBatch) func() {
 				return func() {
-					w, err := parquetfile.NewWriter(io.Discard, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 1000})
+					w, err := parquetfile.NewWriter(io.Discard, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 1000, LiteralPages: true})
 					require.NoError(t, err)
 					for _, rec := range recs {
 						require.NoError(t, w.Write(rec, nil))

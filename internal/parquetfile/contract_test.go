@@ -52,7 +52,7 @@ func sameFilesAsTheOldWriter(t *testing.T) {
 			slices.Sort(runs)
 			write := func(newWriter bool) []byte {
 				var buf bytes.Buffer
-				opts := parquetfile.Options{BloomColumns: tt.bloom, RowGroupRows: 1200}
+				opts := parquetfile.Options{BloomColumns: tt.bloom, RowGroupRows: 1200, LiteralPages: true}
 				var w interface {
 					Write(arrow.RecordBatch, []int32) error
 					Close() error

@@ -107,3 +107,19 @@ func TestPageZstdLiteralsOnlyWhereMatchesDoNotPay(t *testing.T) {
 		}
 	}
 }
+
+// Any bytes make a frame that zstd's decoder gives back unchanged.
+func FuzzLiteralsFrame(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(hexIDs(3, 100))
+	f.Add(bytes.Repeat([]byte{0}, 2000))
+	f.Add(randomBytes(5000))
+	dec, err := zstd.NewReader(nil)
+	require.NoError(f, err)
+	defer dec.Close()
+	f.Fuzz(func(t *testing.T, page []byte) {
+		got, err := dec.DecodeAll(parquetfile.AppendLiteralsFrame(nil, page), nil)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(page, got))
+	})
+}
