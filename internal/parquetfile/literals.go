@@ -116,9 +116,10 @@ func huffBlock(block []byte, s *huff0.Scratch) (out []byte, ok bool) {
 	return nil, false // huff0.ErrIncompressible, or too large for huff0
 }
 
-// appendLiteralsFrame appends src as one single-segment zstd frame of
-// literal-only blocks (huff0-coded, RLE or raw, whichever is smallest per
-// block).
+// appendLiteralsFrame appends src, less than 4 GiB (its size goes in four
+// bytes; pages are at most literalsMaxPage), as one single-segment zstd
+// frame of literal-only blocks (huff0-coded, RLE or raw, whichever is
+// smallest per block).
 func appendLiteralsFrame(dst, src []byte, s *huff0.Scratch) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, zstdMagic)
 	n := len(src)
