@@ -63,33 +63,20 @@ type literalsScratch struct {
 
 // literalsOnly reports whether src, a page, compresses to within
 // literalsSlack of zstd's size with huff0 alone, judged on its first
-// literalsSample bytes: zstdSample is zstd's output for them.
+// literalsSample bytes (one block): zstdSample is zstd's output for them.
 func literalsOnly(src []byte, zstdSample int, s *literalsScratch) bool {
 	sample := src[:min(len(src), literalsSample)]
 	if zstdSample*huffMaxRatio < len(sample) {
 		return false
 	}
-	n := huffSize(sample, &s.huff)
-	return n*100 <= zstdSample*(100+literalsSlack)
-}
-
-// huffSize is the size of src in a literals-only frame's blocks, headers
-// aside.
-func huffSize(src []byte, s *huff0.Scratch) int {
-	n := 0
-	for at := 0; at < len(src); at += zstdMaxBlock {
-		block := src[at:min(at+zstdMaxBlock, len(src))]
-		out, ok := huffBlock(block, s)
-		switch {
-		case ok:
-			n += len(out)
-		case out != nil: // RLE
-			n++
-		default:
-			n += len(block)
-		}
+	n := len(sample) // stored raw
+	switch out, ok := huffBlock(sample, &s.huff); {
+	case ok:
+		n = len(out)
+	case out != nil: // one byte repeated
+		n = 1
 	}
-	return n
+	return n*100 <= zstdSample*(100+literalsSlack)
 }
 
 // huffBlock codes one block's literals with four huff0 streams and their
