@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -208,7 +207,7 @@ func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
 						l.indices = append(l.indices, l.indices[prevAt+p])
 						continue
 					}
-					idx, ok := l.dict.add(unsafe.String(unsafe.SliceData(v), len(v)), limit)
+					idx, ok := l.dict.add(v, limit)
 					if !ok {
 						return false
 					}

@@ -652,7 +652,7 @@ func (w *Writer) flushRowGroup() error {
 func (w *Writer) countDictValues() {
 	for _, d := range w.dict {
 		if d != nil && !d.off {
-			w.dictValues += int64(len(d.values.index))
+			w.dictValues += int64(d.values.size())
 		}
 	}
 	for _, m := range w.maps {
@@ -661,7 +661,7 @@ func (w *Writer) countDictValues() {
 		}
 		for _, l := range []*mapLeaf{&m.keys, &m.values} {
 			if !l.off {
-				w.dictValues += int64(len(l.dict.index))
+				w.dictValues += int64(l.dict.size())
 			}
 		}
 	}

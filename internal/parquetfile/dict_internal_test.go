@@ -1,0 +1,217 @@
+package parquetfile
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dictCases are values that a key of a string's length and first and last
+// eight bytes alone would confuse: every length up to 40, strings that
+// differ in one byte only (anywhere), messages that differ only in the
+// middle, and the empty string.
+func dictCases() [][]byte {
+	var out [][]byte
+	for n := 0; n <= 40; n++ {
+		base := make([]byte, n)
+		for i := range base {
+			base[i] = 'a' + byte(i%26)
+		}
+		// The same value again, followed by other bytes in its buffer
+		// (as in an Arrow buffer), and alone in one.
+		out = append(out, base, append(append([]byte(nil), base...), "~~~~~~~~"...)[:n])
+		for i := 0; i < n; i++ {
+			v := append([]byte(nil), base...)
+			v[i] = 'Z'
+			out = append(out, v)
+		}
+	}
+	for i := range 500 {
+		out = append(out, fmt.Appendf(nil, "User %05d logged in from api-gateway", i))
+	}
+	return out
+}
+
+// The dictionary gives each distinct value the next index the first time
+// it comes and the same index every time after, however alike the values.
+func TestStringDictIndexesEveryValueOnce(t *testing.T) {
+	var d stringDict
+	defer d.release()
+	for round := range 2 { // the second after a reset, in the kept table
+		want := map[string]int32{}
+		values := dictCases()
+		r := rand.New(rand.NewPCG(1, uint64(round)))
+		for range 3 {
+			r.Shuffle(len(values), func(i, j int) { values[i], values[j] = values[j], values[i] })
+			for _, v := range values {
+				idx, ok := d.add(v, 0)
+				require.True(t, ok)
+				if w, seen := want[string(v)]; seen {
+					require.Equal(t, w, idx, "%q", v)
+				} else {
+					require.Equal(t, int32(len(want)), idx, "%q is new", v)
+					want[string(v)] = idx
+				}
+			}
+		}
+		dict := d.finish()
+		require.Equal(t, len(want), dict.Len())
+		for i := range dict.Len() {
+			assert.Equal(t, int32(i), want[dict.Value(i)], "dictionary value %d", i)
+		}
+		dict.Release()
+		d.reset()
+	}
+}
+
+// Past its limit the dictionary refuses new values and still finds the
+// ones it has.
+func TestStringDictLimit(t *testing.T) {
+	var d stringDict
+	defer d.release()
+	for i := range 10 {
+		_, ok := d.add([]byte("v"+strconv.Itoa(i)), 10)
+		require.True(t, ok)
+	}
+	_, ok := d.add([]byte("v10"), 10)
+	assert.False(t, ok, "an 11th value past a limit of 10")
+	idx, ok := d.add([]byte("v3"), 10)
+	assert.True(t, ok)
+	assert.Equal(t, int32(3), idx)
+}
+
+// A large first row group of ids gives its dictionary up after a quarter of
+// its limit, as distinct; values drawn from as many as the limit allows
+// keep theirs.
+func TestDictionaryGivesUpOnIDsEarly(t *testing.T) {
+	const rows = 1 << 17
+	limit := dictLimit(rows)
+	tests := []struct {
+		name     string
+		distinct int // values drawn from
+		keep     bool
+	}{
+		{"ids", rows, false},
+		{"as many values as the limit", limit, true},
+		{"a handful of values", 5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(2, uint64(tt.distinct)))
+			b := array.NewStringBuilder(memory.DefaultAllocator)
+			for i := range rows {
+				v := i
+				if tt.distinct < rows {
+					v = r.IntN(tt.distinct)
+				}
+				b.Append(fmt.Sprintf("%016x", uint64(v)*0x9e3779b97f4a7c15))
+			}
+			col := b.NewArray()
+			b.Release()
+			s := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.BinaryTypes.String}}, nil)
+			rec := array.NewRecordBatch(s, []arrow.Array{col}, rows)
+			col.Release()
+			defer rec.Release()
+
+			var d dictColumn
+			defer d.release()
+			kept := d.build([]run{{rec: rec, start: 0, end: rows}}, 0, limit)
+			assert.Equal(t, tt.keep, kept)
+			assert.Equal(t, !tt.keep, d.distinct, "distinct")
+			if !tt.keep {
+				assert.Equal(t, limit/4, d.values.size(), "values taken before giving up")
+			}
+			if kept {
+				d.dict.Release()
+			}
+			d.reset()
+		})
+	}
+}
+
+// BenchmarkStringDict adds values of a low-cardinality column (a few
+// service names, methods, regions) and of ids to the dictionary, and to
+// the Go map with a scan of the first eight values before it that the
+// dictionary replaced.
+//
+//	go test ./internal/parquetfile/ -run '^$' -bench StringDict -cpu 1
+func BenchmarkStringDict(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	sets := map[string][]string{
+		"services": {"api-gateway", "auth-service", "user-service", "product-service", "order-service", "payment-service", "inventory-service", "notification-service"},
+		"regions":  {"us-east-1", "us-west-2", "eu-west-1", "ap-southeast-1"},
+		"methods":  {"GET", "POST", "PUT", "DELETE"},
+	}
+	const n = 1 << 16
+	for _, name := range []string{"methods", "regions", "services"} {
+		values := make([][]byte, n)
+		for i := range values {
+			values[i] = []byte(sets[name][r.IntN(len(sets[name]))])
+		}
+		b.Run(name+"/table", func(b *testing.B) {
+			b.ReportAllocs()
+			var d stringDict
+			defer d.release()
+			for b.Loop() {
+				for _, v := range values {
+					d.add(v, 0)
+				}
+				d.reset()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		})
+		b.Run(name+"/map", func(b *testing.B) {
+			b.ReportAllocs()
+			var d goMapDict
+			for b.Loop() {
+				for _, v := range values {
+					d.add(unsafe.String(unsafe.SliceData(v), len(v)))
+				}
+				d.reset()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		})
+	}
+}
+
+// goMapDict is the dictionary stringDict replaced, for BenchmarkStringDict.
+type goMapDict struct {
+	index  map[string]int32
+	small  [8]string
+	nsmall int
+}
+
+func (d *goMapDict) add(k string) int32 {
+	if d.index == nil {
+		d.index = make(map[string]int32, 256)
+	}
+	if len(d.index) <= len(d.small) {
+		for i, v := range d.small[:d.nsmall] {
+			if v == k {
+				return int32(i)
+			}
+		}
+	} else if idx, ok := d.index[k]; ok {
+		return idx
+	}
+	idx := int32(len(d.index))
+	d.index[k] = idx
+	if d.nsmall < len(d.small) {
+		d.small[d.nsmall] = k
+		d.nsmall++
+	}
+	return idx
+}
+
+func (d *goMapDict) reset() {
+	clear(d.index)
+	d.nsmall = 0
+}
