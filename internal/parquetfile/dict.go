@@ -1,6 +1,7 @@
 package parquetfile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
@@ -229,6 +230,11 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 	if probe < minProbe {
 		probe = -1
 	}
+	// Values come in runs (the resource and scope columns repeat for
+	// every span of a resource): a value equal to the one before takes its
+	// index without a lookup.
+	var last []byte
+	lastIdx := int32(-1)
 	for _, r := range runs {
 		col := r.rec.Column(field).(*array.String)
 		v, nullable := viewOf(col), col.NullN() > 0
@@ -241,12 +247,18 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 			if hasNulls {
 				bitutil.SetBit(d.valid, at)
 			}
-			idx, ok := d.values.add(v.at(i), limit)
+			k := v.at(i)
+			if lastIdx >= 0 && bytes.Equal(k, last) {
+				d.indices[at] = lastIdx
+				continue
+			}
+			idx, ok := d.values.add(k, limit)
 			if !ok {
 				seen := at + 1 - d.nulls
 				d.distinct = (limit+1)*100 >= seen*uniqueShare
 				return false
 			}
+			last, lastIdx = k, idx
 			d.indices[at] = idx
 			if seen := at + 1 - d.nulls; seen == probe && d.values.size()*100 >= seen*uniqueShare {
 				d.distinct = true
