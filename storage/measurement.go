@@ -132,10 +132,11 @@ func fingerprint(s *arrow.Schema) [sha256.Size]byte {
 // compactedSchema is a measurement's schema for the files compaction
 // writes: compaction orders rows by time, so time takes
 // DELTA_BINARY_PACKED (small steps; 14 % fewer bytes than plain on the
-// Arc driver's logs), and the integer columns in dictInts (few distinct
-// values, see lowCardinalityInts) a dictionary. A dictionary on every
-// integer column was tried and dropped: it shrank status codes and took
-// 50 % more bytes on durations (docs/PERFORMANCE.md).
+// Arc driver's logs), and only the integer columns in dictInts (few
+// distinct values, see lowCardinalityInts) keep the flushed schema's
+// dictionary: compaction writes with parquet-go, which does not give a
+// dictionary up, and a dictionary on every integer column shrank status
+// codes and took 50 % more bytes on durations (docs/PERFORMANCE.md).
 func compactedSchema(name string, s *arrow.Schema, dictInts map[string]bool) (*parquet.Schema, error) {
 	flushed, err := parquetSchema(name, s)
 	if err != nil {
@@ -147,8 +148,8 @@ func compactedSchema(name string, s *arrow.Schema, dictInts map[string]bool) (*p
 		switch {
 		case f.Name() == measurementTimeCol:
 			n = parquet.Encoded(n, &parquet.DeltaBinaryPacked)
-		case dictInts[f.Name()] && f.Type().Kind() == parquet.Int64:
-			n = parquet.Encoded(n, &parquet.RLEDictionary)
+		case f.Type().Kind() == parquet.Int64 && !dictInts[f.Name()]:
+			n = parquet.Optional(parquet.Int(64))
 		}
 		g[f.Name()] = n
 	}
@@ -231,7 +232,10 @@ func parquetSchema(name string, s *arrow.Schema) (*parquet.Schema, error) {
 		var n parquet.Node
 		switch f.Type.ID() {
 		case arrow.INT64:
-			n = parquet.Int(64)
+			// A dictionary where the values repeat (status codes,
+			// milliseconds); the writer gives it up on the others
+			// (durations, ids) within the first row group.
+			n = parquet.Encoded(parquet.Int(64), &parquet.RLEDictionary)
 		case arrow.FLOAT64:
 			n = parquet.Leaf(parquet.DoubleType)
 		case arrow.STRING:

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -17,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // The writer changed, the files did not: for every table, a file of the
@@ -164,19 +168,20 @@ func leafIndex(t *testing.T, s *parquet.Schema, name string) int {
 	return leaf.ColumnIndex
 }
 
-// The columns written with the writer's dictionary have no min/max
-// statistics (pqarrow hashes every index to compute them, and a flush's
-// mix of values prunes nothing); columns whose dictionary the first row
-// group turned off (random ids) and the other top-level columns keep
-// theirs.
+// The columns written with the writer's dictionary (strings and integers
+// that repeat) have no min/max statistics (pqarrow hashes every index to
+// compute them, and a flush's mix of values prunes nothing); columns whose
+// dictionary the first row group turned off (random ids, durations, and
+// response times, whose 500 values are too many for 2000 rows) and the
+// other top-level columns keep theirs.
 func TestDictionaryColumnsHaveNoStatistics(t *testing.T) {
 	tests := []struct {
 		table   string
 		noStats []string // written with a dictionary
 		stats   []string
 	}{
-		{"arc_traces", []string{"service_name", "environment", "http_method", "span_kind"}, []string{"time", "trace_id", "span_id", "duration_ns"}},
-		{"arc_logs", []string{"service", "level", "environment"}, []string{"time", "request_id", "status_code"}},
+		{"arc_traces", []string{"service_name", "environment", "http_method", "span_kind", "status_code"}, []string{"time", "trace_id", "span_id", "duration_ns"}},
+		{"arc_logs", []string{"service", "level", "environment", "status_code"}, []string{"time", "request_id", "response_time_ms"}},
 		{"otlp_traces", []string{"service_name", "operation_name", "span_kind"}, []string{"time", "trace_id", "duration_ns"}},
 	}
 	tables := map[string]benchTable{}
@@ -259,5 +264,77 @@ func TestDirectMapLevelsWriteTheSameFiles(t *testing.T) {
 			}
 			assert.True(t, bytes.Equal(write(false), write(true)), "files differ")
 		})
+	}
+}
+
+// An integer column whose values repeat (status codes, nulls among them)
+// is written with a dictionary in every row group and one of durations
+// without, and both read back as written. The dictionary is the first row
+// group's choice; later row groups keep it.
+func TestIntegerDictionaries(t *testing.T) {
+	const rows = 9000
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+		{Name: "duration_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "status_code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	table, err := storage.MeasurementTable("requests", s)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(5, 5))
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	type want struct {
+		duration int64
+		status   *int64
+	}
+	var wants []want
+	for i := range rows {
+		w := want{duration: r.Int64N(500_000_000)}
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixNano() + int64(i)))
+		b.Field(1).(*array.Int64Builder).Append(w.duration)
+		if i%7 == 3 {
+			b.Field(2).(*array.Int64Builder).AppendNull()
+		} else {
+			status := pick(r, statuses)
+			w.status = &status
+			b.Field(2).(*array.Int64Builder).Append(status)
+		}
+		wants = append(wants, w)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	var buf bytes.Buffer
+	w, err := parquetfile.NewWriter(&buf, table.Parquet, table.Arrow, parquetfile.Options{RowGroupRows: 4000})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec, nil))
+	require.NoError(t, w.Close())
+
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	require.Len(t, f.Metadata().RowGroups, 3)
+	isDict := func(e format.Encoding) bool { return e == format.RLEDictionary || e == format.PlainDictionary }
+	for i, rg := range f.Metadata().RowGroups {
+		status := rg.Columns[leafIndex(t, f.Schema(), "status_code")].MetaData
+		duration := rg.Columns[leafIndex(t, f.Schema(), "duration_ns")].MetaData
+		assert.True(t, slices.ContainsFunc(status.Encoding, isDict), "row group %d: status_code without a dictionary", i)
+		assert.False(t, slices.ContainsFunc(duration.Encoding, isDict), "row group %d: duration_ns with a dictionary", i)
+	}
+	_, got := readAll(t, buf.Bytes())
+	require.Len(t, got, rows)
+	durationCol, statusCol := leafIndex(t, f.Schema(), "duration_ns"), leafIndex(t, f.Schema(), "status_code")
+	for i, row := range got {
+		for _, v := range row {
+			switch v.Column() {
+			case durationCol:
+				require.Equal(t, wants[i].duration, v.Int64(), "row %d duration", i)
+			case statusCol:
+				if wants[i].status == nil {
+					require.True(t, v.IsNull(), "row %d status is null", i)
+				} else {
+					require.Equal(t, *wants[i].status, v.Int64(), "row %d status", i)
+				}
+			}
+		}
 	}
 }

@@ -178,36 +178,61 @@ func putSlots(s []dictSlot) {
 	slotTables.Put(&s)
 }
 
-// dictColumn dictionary-encodes one top-level string column for a row
-// group before pqarrow sees it (see stringDict). The indices of all the
-// row group's runs go into one array: pqarrow compares each chunk's
-// dictionary with the one it took first and recomputes the chunk's
-// referenced values for the statistics (a hash of every index through
-// arrow's compute engine), so one chunk per row group instead of one per
-// record saves that per record.
+// dictColumn dictionary-encodes one top-level string or integer column
+// for a row group before pqarrow sees it (see stringDict and intDict). The
+// indices of all the row group's runs go into one array: pqarrow compares
+// each chunk's dictionary with the one it took first and recomputes the
+// chunk's referenced values for the statistics (a hash of every index
+// through arrow's compute engine), so one chunk per row group instead of
+// one per record saves that per record.
 type dictColumn struct {
 	name string
 	// off: the first row group had mostly distinct values, so the column
 	// is written without a dictionary.
 	off bool
-	// distinct: when the dictionary was given up, nearly every value seen
-	// until then was new (uniqueShare), as in a column of ids.
+	// distinct: when a string column's dictionary was given up, nearly
+	// every value seen until then was new (uniqueShare), as in a column of
+	// ids.
 	distinct bool
 
 	values  stringDict
-	indices []int32 // of every pending run, in order (0 for a null)
-	valid   []byte  // validity bitmap of indices when nulls > 0
+	ints    *intDict // instead of values, for an int64 column
+	indices []int32  // of every pending run, in order (0 for a null)
+	valid   []byte   // validity bitmap of indices when nulls > 0
 	nulls   int
-	dict    *array.String
+	dict    arrow.Array
+}
+
+func newDictColumn(name string, typ arrow.DataType) *dictColumn {
+	d := &dictColumn{name: name}
+	if typ.ID() == arrow.INT64 {
+		d.ints = &intDict{}
+	}
+	return d
+}
+
+// dictType is the Arrow type of the column's dictionary arrays.
+func (d *dictColumn) dictType() arrow.DataType {
+	if d.ints != nil {
+		return intDictType
+	}
+	return dictType
+}
+
+// size is the number of values in the dictionary.
+func (d *dictColumn) size() int {
+	if d.ints != nil {
+		return d.ints.size()
+	}
+	return d.values.size()
 }
 
 // build encodes the column's values of the pending runs. With limit > 0
 // it gives up (returning false, and the column is then written without a
-// dictionary) as soon as the dictionary holds more than limit values: a
+// dictionary) as soon as the dictionary holds more than limit values, or
+// earlier when nearly all of the first values were new (see minProbe): a
 // column of ids is found out after a few of its values, not after
-// hashing every one. The values are read straight from the string
-// arrays' offsets and bytes (arrow-go's String.Value and a builder's
-// appends were a third of this).
+// hashing every one.
 func (d *dictColumn) build(runs []run, field int, limit int) bool {
 	total := 0
 	d.nulls = 0
@@ -226,10 +251,17 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 		d.nulls = 0
 		d.valid = append(d.valid[:0], make([]byte, bitutil.BytesForBits(int64(total)))...)
 	}
-	at, probe := 0, limit/4
-	if probe < minProbe {
-		probe = -1
+	if d.ints != nil {
+		return d.buildInts(runs, field, limit, hasNulls)
 	}
+	return d.buildStrings(runs, field, limit, hasNulls)
+}
+
+// buildStrings is build for a string column. The values are read straight
+// from the string arrays' offsets and bytes (arrow-go's String.Value and a
+// builder's appends were a third of this).
+func (d *dictColumn) buildStrings(runs []run, field int, limit int, hasNulls bool) bool {
+	at, probe := 0, probeAt(limit)
 	// Values come in runs (the resource and scope columns repeat for
 	// every span of a resource): a value equal to the one before takes its
 	// index without a lookup.
@@ -260,7 +292,7 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 			}
 			last, lastIdx = k, idx
 			d.indices[at] = idx
-			if seen := at + 1 - d.nulls; seen == probe && d.values.size()*100 >= seen*uniqueShare {
+			if mostlyNew(at+1-d.nulls, d.values.size(), probe) {
 				d.distinct = true
 				return false
 			}
@@ -268,6 +300,21 @@ func (d *dictColumn) build(runs []run, field int, limit int) bool {
 	}
 	d.dict = d.values.finish()
 	return true
+}
+
+// probeAt is when a dictionary that may take limit values asks whether it
+// should give up early (-1: never).
+func probeAt(limit int) int {
+	if limit/4 < minProbe {
+		return -1
+	}
+	return limit / 4
+}
+
+// mostlyNew reports whether, seen values into the column, the dictionary
+// of size values should give up: seen is the probe and nearly all were new.
+func mostlyNew(seen, size, probe int) bool {
+	return seen == probe && size*100 >= seen*uniqueShare
 }
 
 // A dictionary that may take limit values asks after limit/4 values
@@ -302,13 +349,16 @@ func (d *dictColumn) array() arrow.Array {
 		valid = memory.NewBufferBytes(d.valid)
 	}
 	idx := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(d.indices))
-	data := array.NewDataWithDictionary(dictType, len(d.indices), []*memory.Buffer{valid, idx}, d.nulls, 0, d.dict.Data().(*array.Data))
+	data := array.NewDataWithDictionary(d.dictType(), len(d.indices), []*memory.Buffer{valid, idx}, d.nulls, 0, d.dict.Data().(*array.Data))
 	defer data.Release()
 	return array.MakeFromData(data)
 }
 
 func (d *dictColumn) reset() {
 	d.values.reset()
+	if d.ints != nil {
+		d.ints.reset()
+	}
 	d.indices = d.indices[:0]
 	if d.dict != nil {
 		d.dict.Release()
@@ -322,4 +372,7 @@ func (d *dictColumn) release() {
 	int32s.put(d.indices)
 	d.indices = nil
 	d.values.release()
+	if d.ints != nil {
+		d.ints.release()
+	}
 }

@@ -2,6 +2,7 @@ package parquetfile
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -214,4 +215,42 @@ func (d *goMapDict) add(k string) int32 {
 func (d *goMapDict) reset() {
 	clear(d.index)
 	d.nsmall = 0
+}
+
+// The integer dictionary, as the string one, gives each distinct value the
+// next index once, past growing its table, zero and the extremes included,
+// and refuses a value past its limit.
+func TestIntDictIndexesEveryValueOnce(t *testing.T) {
+	var d intDict
+	defer d.release()
+	values := []int64{0, -1, 1, math.MinInt64, math.MaxInt64, 200, 404, 500}
+	for i := range 5000 {
+		values = append(values, int64(i)*1_000_003-2_500_000_000)
+	}
+	want := map[int64]int32{}
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 2 {
+		r.Shuffle(len(values), func(i, j int) { values[i], values[j] = values[j], values[i] })
+		for _, v := range values {
+			idx, ok := d.add(v, 0)
+			require.True(t, ok)
+			if w, seen := want[v]; seen {
+				require.Equal(t, w, idx, "%d", v)
+			} else {
+				require.Equal(t, int32(len(want)), idx, "%d is new", v)
+				want[v] = idx
+			}
+		}
+	}
+	dict := d.finish()
+	defer dict.Release()
+	require.Equal(t, len(want), dict.Len())
+	for i := range dict.Len() {
+		assert.Equal(t, int32(i), want[dict.Value(i)], "dictionary value %d", i)
+	}
+	_, ok := d.add(7, len(want))
+	assert.False(t, ok, "a new value past the limit")
+	idx, ok := d.add(values[0], len(want))
+	assert.True(t, ok)
+	assert.Equal(t, want[values[0]], idx)
 }

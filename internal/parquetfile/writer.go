@@ -197,7 +197,7 @@ type Writer struct {
 	schema  *arrow.Schema
 	fields  []int
 	retype  []arrow.DataType // where the record's type needs relabelling
-	dict    []*dictColumn    // the top-level string columns the schema dictionary-encodes
+	dict    []*dictColumn    // the top-level string and int64 columns the schema dictionary-encodes
 	maps    []*mapDictColumn // the top-level map<string, string> columns
 	maxRows int64
 	// level is the files' zstd level; literalPages says whether columns
@@ -260,13 +260,18 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 
 // start creates the file writer once the first row group is known: a
 // dictionary column whose values repeat too little there (ids, request
-// ids; see dictLimit) is written with stringEncoding instead, since a
-// dictionary would only add its index to every value.
+// ids, durations; see dictLimit) is written without one (strings with
+// stringEncoding, integers plain), since a dictionary would only add its
+// index to every value.
 func (w *Writer) start() error {
 	props := w.props
 	for _, d := range w.dict {
 		if d != nil && d.off {
-			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, stringEncoding), pq.WithStatsFor(d.name, true))
+			enc := stringEncoding
+			if d.ints != nil {
+				enc = pq.Encodings.Plain
+			}
+			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, enc), pq.WithStatsFor(d.name, true))
 			if d.distinct && w.literalPages {
 				props = append(props, pq.WithCompressionLevelFor(d.name, w.level|literalPagesLevel))
 			}
@@ -379,8 +384,8 @@ func (w *Writer) plan(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
 		w.fields = append(w.fields, idx[0])
 		w.retype = append(w.retype, retype)
 		var d *dictColumn
-		if f.Leaf() && isDictionary(f.Encoding()) && typ.ID() == arrow.STRING {
-			d = &dictColumn{name: f.Name()}
+		if f.Leaf() && isDictionary(f.Encoding()) && (typ.ID() == arrow.STRING || typ.ID() == arrow.INT64) {
+			d = newDictColumn(f.Name(), typ)
 		}
 		w.dict = append(w.dict, d)
 		w.maps = append(w.maps, mapDictOf(f, typ))
@@ -613,7 +618,7 @@ func (w *Writer) flushRowGroup() error {
 	for c, f := range w.fields {
 		typ, parts := w.schema.Field(c).Type, chunks
 		if d := w.dict[c]; d != nil && !d.off {
-			typ, parts = dictType, chunks[:1]
+			typ, parts = d.dictType(), chunks[:1]
 			parts[0] = d.array()
 		} else if m := w.maps[c]; m != nil && m.on() && m.direct() && w.rgw != nil {
 			arr := m.array()
@@ -652,7 +657,7 @@ func (w *Writer) flushRowGroup() error {
 func (w *Writer) countDictValues() {
 	for _, d := range w.dict {
 		if d != nil && !d.off {
-			w.dictValues += int64(d.values.size())
+			w.dictValues += int64(d.size())
 		}
 	}
 	for _, m := range w.maps {
