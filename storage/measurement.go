@@ -134,9 +134,10 @@ func fingerprint(s *arrow.Schema) [sha256.Size]byte {
 // DELTA_BINARY_PACKED (small steps; 14 % fewer bytes than plain on the
 // Arc driver's logs), and only the integer columns in dictInts (few
 // distinct values, see lowCardinalityInts) keep the flushed schema's
-// dictionary: compaction writes with parquet-go, which does not give a
-// dictionary up, and a dictionary on every integer column shrank status
-// codes and took 50 % more bytes on durations (docs/PERFORMANCE.md).
+// dictionary. That choice was measured on compacted files (a dictionary on
+// every integer column shrank status codes and took 50 % more bytes on
+// durations, docs/PERFORMANCE.md), and its sample asks for fewer values
+// (1024) than the writer's own limit (one in eight rows) would.
 func compactedSchema(name string, s *arrow.Schema, dictInts map[string]bool) (*parquet.Schema, error) {
 	flushed, err := parquetSchema(name, s)
 	if err != nil {
