@@ -338,3 +338,60 @@ func TestIntegerDictionaries(t *testing.T) {
 		}
 	}
 }
+
+// A dictionary column whose row group holds only nulls (a client that left
+// the column out of a whole flush) gets an empty dictionary and reads back
+// as nulls, for strings and integers alike.
+func TestDictionaryColumnsOfNullsOnly(t *testing.T) {
+	const rows = 3000
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+		{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "status_code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	table, err := storage.MeasurementTable("sparse", s)
+	require.NoError(t, err)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	for i := range rows {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixNano() + int64(i)))
+		if i < 1000 { // the first row group: nulls only
+			b.Field(1).(*array.StringBuilder).AppendNull()
+			b.Field(2).(*array.Int64Builder).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(regions[i%len(regions)])
+			b.Field(2).(*array.Int64Builder).Append(statuses[i%len(statuses)])
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := parquetfile.NewWriter(&buf, table.Parquet, table.Arrow, parquetfile.Options{RowGroupRows: 1000})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec, nil))
+	require.NoError(t, w.Close())
+
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	regionCol, statusCol := leafIndex(t, f.Schema(), "region"), leafIndex(t, f.Schema(), "status_code")
+	_, got := readAll(t, buf.Bytes())
+	require.Len(t, got, rows)
+	for i, row := range got {
+		for _, v := range row {
+			switch v.Column() {
+			case regionCol:
+				if i < 1000 {
+					require.True(t, v.IsNull(), "row %d region", i)
+				} else {
+					require.Equal(t, regions[i%len(regions)], v.String(), "row %d region", i)
+				}
+			case statusCol:
+				if i < 1000 {
+					require.True(t, v.IsNull(), "row %d status", i)
+				} else {
+					require.Equal(t, statuses[i%len(statuses)], v.Int64(), "row %d status", i)
+				}
+			}
+		}
+	}
+}
