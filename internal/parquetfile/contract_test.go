@@ -339,9 +339,10 @@ func TestIntegerDictionaries(t *testing.T) {
 	}
 }
 
-// A dictionary column whose row group holds only nulls (a client that left
-// the column out of a whole flush) gets an empty dictionary and reads back
-// as nulls, for strings and integers alike.
+// A dictionary column whose first row group holds only nulls (a client
+// that left the column out of the first rows) cannot show whether its
+// values repeat, so it is written without a dictionary, and reads back,
+// for strings and integers alike.
 func TestDictionaryColumnsOfNullsOnly(t *testing.T) {
 	const rows = 3000
 	s := arrow.NewSchema([]arrow.Field{
@@ -374,6 +375,13 @@ func TestDictionaryColumnsOfNullsOnly(t *testing.T) {
 	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	require.NoError(t, err)
 	regionCol, statusCol := leafIndex(t, f.Schema(), "region"), leafIndex(t, f.Schema(), "status_code")
+	require.Len(t, f.Metadata().RowGroups, 3)
+	isDict := func(e format.Encoding) bool { return e == format.RLEDictionary || e == format.PlainDictionary }
+	for i, rg := range f.Metadata().RowGroups {
+		for _, c := range []int{regionCol, statusCol} {
+			assert.False(t, slices.ContainsFunc(rg.Columns[c].MetaData.Encoding, isDict), "row group %d column %d has a dictionary", i, c)
+		}
+	}
 	_, got := readAll(t, buf.Bytes())
 	require.Len(t, got, rows)
 	for i, row := range got {

@@ -76,7 +76,7 @@ func (d *stringDict) add(k []byte, limit int) (int32, bool) {
 	head, tail := dictKey(k)
 	n := uint32(len(k))
 	mask := uint64(len(d.slots) - 1)
-	i := dictHash(head, tail, n) & mask
+	i := slotOf(dictHash(head, tail, n), len(d.slots))
 	for {
 		s := &d.slots[i]
 		if s.idx1 == 0 {
@@ -104,8 +104,23 @@ func (d *stringDict) add(k []byte, limit int) (int32, bool) {
 }
 
 func dictHash(head, tail uint64, n uint32) uint64 {
-	h := (head ^ bits.RotateLeft64(tail, 29) ^ uint64(n)) * 0x9e3779b97f4a7c15
-	return h ^ h>>32
+	return mix(head ^ bits.RotateLeft64(tail, 29) ^ uint64(n))
+}
+
+// mix spreads every bit of x over the top bits slotOf takes (two rounds of
+// multiply and fold: one round left the four HTTP methods in two slots).
+func mix(x uint64) uint64 {
+	x *= 0x9e3779b97f4a7c15
+	x ^= x >> 32
+	return x * 0xd6e8feb86659fd93
+}
+
+// slotOf is where hash h starts in a table of size slots (a power of two):
+// its top bits, which a multiplication mixes from every bit of the key
+// (the low bits depend on the key's low bits only: keys that differ above
+// them, such as i<<48, would all start in one slot).
+func slotOf(h uint64, size int) uint64 {
+	return h >> (64 - bits.TrailingZeros(uint(size)))
 }
 
 // grow doubles the table and places every value again.
@@ -117,7 +132,7 @@ func (d *stringDict) grow() {
 		if s.idx1 == 0 {
 			continue
 		}
-		i := dictHash(s.head, s.tail, s.n) & mask
+		i := slotOf(dictHash(s.head, s.tail, s.n), len(d.slots))
 		for d.slots[i].idx1 != 0 {
 			i = (i + 1) & mask
 		}
@@ -172,11 +187,17 @@ func getSlots() []dictSlot {
 	return make([]dictSlot, minSlots)
 }
 
-// putSlots keeps an emptied table.
+// putSlots keeps an emptied table, unless it grew past maxPooledSlots: a
+// table is cleared for every row group, and one kept that large would be
+// handed to dictionaries of a few values.
 func putSlots(s []dictSlot) {
-	clear(s)
-	slotTables.Put(&s)
+	if len(s) <= maxPooledSlots {
+		slotTables.Put(&s)
+	}
 }
+
+// maxPooledSlots is the largest table kept for reuse: room for 4096 values.
+const maxPooledSlots = 8192
 
 // dictColumn dictionary-encodes one top-level string or integer column
 // for a row group before pqarrow sees it (see stringDict and intDict). The
@@ -280,21 +301,23 @@ func (d *dictColumn) buildStrings(runs []run, field int, limit int, hasNulls boo
 				bitutil.SetBit(d.valid, at)
 			}
 			k := v.at(i)
-			if lastIdx >= 0 && bytes.Equal(k, last) {
-				d.indices[at] = lastIdx
-				continue
+			idx := lastIdx
+			if lastIdx < 0 || !bytes.Equal(k, last) {
+				var ok bool
+				if idx, ok = d.values.add(k, limit); !ok {
+					seen := at + 1 - d.nulls
+					d.distinct = (limit+1)*100 >= seen*uniqueShare
+					return false
+				}
+				last, lastIdx = k, idx
 			}
-			idx, ok := d.values.add(k, limit)
-			if !ok {
-				seen := at + 1 - d.nulls
-				d.distinct = (limit+1)*100 >= seen*uniqueShare
-				return false
-			}
-			last, lastIdx = k, idx
 			d.indices[at] = idx
-			if mostlyNew(at+1-d.nulls, d.values.size(), probe) {
-				d.distinct = true
-				return false
+			if probe > 0 && at+1-d.nulls >= probe {
+				if mostlyNew(probe, d.values.size()) {
+					d.distinct = true
+					return false
+				}
+				probe = -1
 			}
 		}
 	}
@@ -311,10 +334,10 @@ func probeAt(limit int) int {
 	return limit / 4
 }
 
-// mostlyNew reports whether, seen values into the column, the dictionary
-// of size values should give up: seen is the probe and nearly all were new.
-func mostlyNew(seen, size, probe int) bool {
-	return seen == probe && size*100 >= seen*uniqueShare
+// mostlyNew reports whether a dictionary of size values, seen values into
+// its column, should give up: nearly all of them were new.
+func mostlyNew(seen, size int) bool {
+	return size*100 >= seen*uniqueShare
 }
 
 // A dictionary that may take limit values asks after limit/4 values

@@ -105,6 +105,34 @@ func TestDictionaryGivesUpOnIDsEarly(t *testing.T) {
 		{"a handful of values", 5, true},
 	}
 	for _, tt := range tests {
+		t.Run("integers/"+tt.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, uint64(tt.distinct)))
+			b := array.NewInt64Builder(memory.DefaultAllocator)
+			for i := range rows {
+				v := int64(i) * 7919
+				if tt.distinct < rows {
+					v = int64(r.IntN(tt.distinct)) * 7919
+				}
+				b.Append(v)
+			}
+			col := b.NewArray()
+			b.Release()
+			s := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+			rec := array.NewRecordBatch(s, []arrow.Array{col}, rows)
+			col.Release()
+			defer rec.Release()
+
+			d := newDictColumn("v", arrow.PrimitiveTypes.Int64)
+			defer d.release()
+			kept := d.build([]run{{rec: rec, start: 0, end: rows}}, 0, limit)
+			assert.Equal(t, tt.keep, kept)
+			if !tt.keep {
+				assert.Equal(t, limit/4, d.size(), "values taken before giving up")
+			}
+			d.reset()
+		})
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(2, uint64(tt.distinct)))
 			b := array.NewStringBuilder(memory.DefaultAllocator)
@@ -225,7 +253,9 @@ func TestIntDictIndexesEveryValueOnce(t *testing.T) {
 	defer d.release()
 	values := []int64{0, -1, 1, math.MinInt64, math.MaxInt64, 200, 404, 500}
 	for i := range 5000 {
-		values = append(values, int64(i)*1_000_003-2_500_000_000)
+		// Values that differ only in their high bits too, which a hash
+		// keeping the product's low bits would put in one slot.
+		values = append(values, int64(i)*1_000_003-2_500_000_000, int64(i+1)<<48)
 	}
 	want := map[int64]int32{}
 	r := rand.New(rand.NewPCG(4, 4))

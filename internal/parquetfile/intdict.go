@@ -37,7 +37,7 @@ func (d *intDict) add(v int64, limit int) (int32, bool) {
 		d.slots = getIntSlots()
 	}
 	mask := uint64(len(d.slots) - 1)
-	i := intHash(v) & mask
+	i := slotOf(intHash(v), len(d.slots))
 	for {
 		s := &d.slots[i]
 		if s.idx1 == 0 {
@@ -60,10 +60,7 @@ func (d *intDict) add(v int64, limit int) (int32, bool) {
 	return idx, true
 }
 
-func intHash(v int64) uint64 {
-	h := uint64(v) * 0x9e3779b97f4a7c15
-	return h ^ h>>32
-}
+func intHash(v int64) uint64 { return mix(uint64(v)) }
 
 // grow doubles the table and places every value again.
 func (d *intDict) grow() {
@@ -74,7 +71,7 @@ func (d *intDict) grow() {
 		if s.idx1 == 0 {
 			continue
 		}
-		i := intHash(s.v) & mask
+		i := slotOf(intHash(s.v), len(d.slots))
 		for d.slots[i].idx1 != 0 {
 			i = (i + 1) & mask
 		}
@@ -101,10 +98,10 @@ func (d *intDict) reset() {
 // release empties the dictionary and gives its table to intSlotTables.
 func (d *intDict) release() {
 	d.reset()
-	if s := d.slots; s != nil {
+	if s := d.slots; s != nil && len(s) <= maxPooledSlots {
 		intSlotTables.Put(&s)
-		d.slots = nil
 	}
+	d.slots = nil
 }
 
 // intSlotTables keeps closed writers' tables, as slotTables does.
@@ -137,8 +134,11 @@ func (d *dictColumn) buildInts(runs []run, field int, limit int, hasNulls bool) 
 				return false
 			}
 			d.indices[at] = idx
-			if mostlyNew(at+1-d.nulls, d.ints.size(), probe) {
-				return false
+			if probe > 0 && at+1-d.nulls >= probe {
+				if mostlyNew(probe, d.ints.size()) {
+					return false
+				}
+				probe = -1
 			}
 		}
 	}

@@ -595,9 +595,13 @@ func (w *Writer) flushRowGroup() error {
 		if w.fw == nil {
 			limit = dictLimit(w.rows)
 		}
-		if !d.build(w.pending, w.fields[c], limit) {
+		// A column with no value in the first row group cannot show
+		// whether its values repeat: without a limit after it, a
+		// dictionary of durations would grow with every row group.
+		if !d.build(w.pending, w.fields[c], limit) || w.fw == nil && d.size() == 0 {
 			d.off = true
 			d.reset()
+			d.release() // its table goes back to the pool now
 		}
 	}
 	for c, m := range w.maps {
@@ -656,7 +660,7 @@ func (w *Writer) flushRowGroup() error {
 // dictionaries to dictValues.
 func (w *Writer) countDictValues() {
 	for _, d := range w.dict {
-		if d != nil && !d.off {
+		if d != nil && !d.off && d.ints == nil {
 			w.dictValues += int64(d.size())
 		}
 	}
