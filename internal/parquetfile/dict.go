@@ -6,7 +6,6 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -71,7 +70,7 @@ var dictSeed = maphash.MakeSeed()
 // it reports false instead of adding a value beyond the limit'th.
 func (d *stringDict) add(k []byte, limit int) (int32, bool) {
 	if d.slots == nil {
-		d.slots = getSlots()
+		d.slots = tableOf(&slotTables)
 	}
 	head, tail := dictKey(k)
 	n := uint32(len(k))
@@ -125,19 +124,26 @@ func slotOf(h uint64, size int) uint64 {
 
 // grow doubles the table and places every value again.
 func (d *stringDict) grow() {
-	old := d.slots
-	d.slots = make([]dictSlot, 2*len(old))
-	mask := uint64(len(d.slots) - 1)
-	for _, s := range old {
-		if s.idx1 == 0 {
+	d.slots = growTable(d.slots, func(s *dictSlot) uint64 { return dictHash(s.head, s.tail, s.n) }, func(s *dictSlot) bool { return s.idx1 != 0 })
+}
+
+// growTable returns a table of twice old's size holding old's used slots,
+// each placed again from its hash (both tables are open-addressing ones of
+// a power-of-two size, probed linearly).
+func growTable[S any](old []S, hash func(*S) uint64, used func(*S) bool) []S {
+	slots := make([]S, 2*len(old))
+	mask := uint64(len(slots) - 1)
+	for k := range old {
+		if !used(&old[k]) {
 			continue
 		}
-		i := slotOf(dictHash(s.head, s.tail, s.n), len(d.slots))
-		for d.slots[i].idx1 != 0 {
+		i := slotOf(hash(&old[k]), len(slots))
+		for used(&slots[i]) {
 			i = (i + 1) & mask
 		}
-		d.slots[i] = s
+		slots[i] = old[k]
 	}
+	return slots
 }
 
 // size is the number of values in the dictionary.
@@ -165,34 +171,33 @@ func (d *stringDict) reset() {
 // release empties the dictionary and gives its table to slotTables.
 func (d *stringDict) release() {
 	d.reset()
-	if d.slots != nil {
-		putSlots(d.slots)
-		d.slots = nil
-	}
+	keepTable(&slotTables, d.slots)
+	d.slots = nil
 }
 
 // slotTables keeps the emptied tables of closed writers' dictionaries for
 // the next ones: growing a table anew for every column of every file was
 // most of the dictionaries' allocations. Only a writer's last table goes
 // back, so the pool's tables are the sizes dictionaries grew to.
-var slotTables sync.Pool
+var slotTables slicePool[dictSlot]
 
 // minSlots is the size of a new table.
 const minSlots = 64
 
-func getSlots() []dictSlot {
-	if s, ok := slotTables.Get().(*[]dictSlot); ok {
-		return *s
+// tableOf returns an emptied table from p, or a new one.
+func tableOf[S any](p *slicePool[S]) []S {
+	if s := p.get(); cap(s) >= minSlots {
+		return s[:cap(s)]
 	}
-	return make([]dictSlot, minSlots)
+	return make([]S, minSlots)
 }
 
-// putSlots keeps an emptied table, unless it grew past maxPooledSlots: a
-// table is cleared for every row group, and one kept that large would be
-// handed to dictionaries of a few values.
-func putSlots(s []dictSlot) {
+// keepTable gives an emptied table back to p unless it grew past
+// maxPooledSlots: a table is cleared for every row group, and one kept
+// that large would be handed to dictionaries of a few values.
+func keepTable[S any](p *slicePool[S], s []S) {
 	if len(s) <= maxPooledSlots {
-		slotTables.Put(&s)
+		p.put(s)
 	}
 }
 

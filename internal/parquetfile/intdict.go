@@ -1,8 +1,6 @@
 package parquetfile
 
 import (
-	"sync"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -34,7 +32,7 @@ var intDictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, V
 // it reports false instead of adding a value beyond the limit'th.
 func (d *intDict) add(v int64, limit int) (int32, bool) {
 	if d.slots == nil {
-		d.slots = getIntSlots()
+		d.slots = tableOf(&intSlotTables)
 	}
 	mask := uint64(len(d.slots) - 1)
 	i := slotOf(intHash(v), len(d.slots))
@@ -64,19 +62,7 @@ func intHash(v int64) uint64 { return mix(uint64(v)) }
 
 // grow doubles the table and places every value again.
 func (d *intDict) grow() {
-	old := d.slots
-	d.slots = make([]intSlot, 2*len(old))
-	mask := uint64(len(d.slots) - 1)
-	for _, s := range old {
-		if s.idx1 == 0 {
-			continue
-		}
-		i := slotOf(intHash(s.v), len(d.slots))
-		for d.slots[i].idx1 != 0 {
-			i = (i + 1) & mask
-		}
-		d.slots[i] = s
-	}
+	d.slots = growTable(d.slots, func(s *intSlot) uint64 { return intHash(s.v) }, func(s *intSlot) bool { return s.idx1 != 0 })
 }
 
 func (d *intDict) size() int { return len(d.values) }
@@ -98,21 +84,12 @@ func (d *intDict) reset() {
 // release empties the dictionary and gives its table to intSlotTables.
 func (d *intDict) release() {
 	d.reset()
-	if s := d.slots; s != nil && len(s) <= maxPooledSlots {
-		intSlotTables.Put(&s)
-	}
+	keepTable(&intSlotTables, d.slots)
 	d.slots = nil
 }
 
 // intSlotTables keeps closed writers' tables, as slotTables does.
-var intSlotTables sync.Pool
-
-func getIntSlots() []intSlot {
-	if s, ok := intSlotTables.Get().(*[]intSlot); ok {
-		return *s
-	}
-	return make([]intSlot, minSlots)
-}
+var intSlotTables slicePool[intSlot]
 
 // buildInts is build for an int64 column.
 func (d *dictColumn) buildInts(runs []run, field int, limit int, hasNulls bool) bool {
