@@ -139,7 +139,8 @@ func TestCorruptWALStopsStartUp(t *testing.T) {
 		{"an unknown payload version in the last segment", func(t *testing.T, _, last string) {
 			f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
 			require.NoError(t, err)
-			_, err = f.Write(wal.Frame([]byte{99, 1, 2, 3}))
+			seq, _ := wal.SegmentSeq(filepath.Base(last))
+			_, err = f.Write(wal.FrameIn(seq, []byte{99, 1, 2, 3}))
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
 		}, []string{"a-0", "b-0", "c-0"}},

@@ -30,6 +30,9 @@ type FS interface {
 	RemoveAll(path string) error
 	// Exchange swaps two paths atomically (renameat2 RENAME_EXCHANGE).
 	Exchange(a, b string) error
+	// RenameNoReplace renames unless newpath exists (renameat2
+	// RENAME_NOREPLACE); the WAL recycles its segment files with it.
+	RenameNoReplace(oldpath, newpath string) error
 }
 
 // OSFS is the real file system.
@@ -52,6 +55,13 @@ func (OSFS) Exchange(a, b string) error {
 		return fmt.Errorf("%w: the file system does not support atomic exchange (renameat2 RENAME_EXCHANGE); compaction needs it", err)
 	}
 	return err
+}
+
+func (OSFS) RenameNoReplace(oldpath, newpath string) error {
+	if err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
 }
 
 func (OSFS) SyncDir(name string) error {

@@ -38,22 +38,16 @@ func syncedBatches(t *testing.T, segment string, synced int64) [][]byte {
 	if !assert.NoError(t, err) || !assert.LessOrEqual(t, synced, int64(len(data))) {
 		return nil
 	}
-	data = data[:synced]
+	seq, _ := wal.SegmentSeq(filepath.Base(segment))
 	var out [][]byte
-	for len(data) > 0 {
-		payload, n, err := wal.ReadRecord(data)
-		if !assert.NoError(t, err, "a synced record is whole") {
-			return out
-		}
+	err = wal.ReadSegmentData(seq, data[:synced], func(_ int64, payload []byte) error {
 		entries, err := decodePayload(payload)
-		if !assert.NoError(t, err) {
-			return out
-		}
 		for _, e := range entries {
 			out = append(out, e.ipc)
 		}
-		data = data[n:]
-	}
+		return err
+	})
+	assert.NoError(t, err, "a synced record is whole")
 	return out
 }
 

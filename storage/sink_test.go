@@ -464,6 +464,17 @@ type idWatchFS struct {
 }
 
 func (f *idWatchFS) Remove(name string) error {
+	f.check(name)
+	return f.OSFS.Remove(name)
+}
+
+// RenameNoReplace is how a segment goes when the WAL keeps its file.
+func (f *idWatchFS) RenameNoReplace(oldpath, newpath string) error {
+	f.check(oldpath)
+	return f.OSFS.RenameNoReplace(oldpath, newpath)
+}
+
+func (f *idWatchFS) check(name string) {
 	if strings.HasSuffix(name, segmentExt) {
 		f.mu.Lock()
 		d := newDedup(time.Hour, nil)
@@ -483,7 +494,6 @@ func (f *idWatchFS) Remove(name string) error {
 		})
 		f.mu.Unlock()
 	}
-	return f.OSFS.Remove(name)
 }
 
 func TestBatchIDsAreSavedBeforeTheirSegmentGoes(t *testing.T) {

@@ -1,15 +1,49 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 )
 
-// Frame returns a whole record (frame header and payload parts), as Write
-// puts it on disk.
-func Frame(parts ...[]byte) []byte {
-	n, crc := 0, uint32(0)
+// SegmentHeader opens every segment written since format version 2. Read
+// as a version 1 record's length it is over MaxRecordSize, so a segment
+// of either version is told apart by its first bytes.
+var SegmentHeader = [SegmentHeaderSize]byte{'A', 'R', 'C', 'W', 'A', 'L', 0, 2}
+
+// SegmentHeaderSize is the size of SegmentHeader.
+const SegmentHeaderSize = 8
+
+// seqSeed is the checksum a version 2 segment's records start from: the
+// segment's sequence number. A recycled segment file still holds records
+// of its previous life behind the new ones; bound to another sequence
+// number, they fail their checksum and read as the end of the segment.
+func seqSeed(seq uint64) uint32 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seq)
+	return crc32.Update(0, castagnoli, b[:])
+}
+
+// segmentSeed returns where the records of a segment's data start and the
+// checksum seed they take: after the header and bound to seq (version 2),
+// or at 0 and unbound (version 1, before recycling).
+func segmentSeed(data []byte, seq uint64) (start int, seed uint32) {
+	if bytes.HasPrefix(data, SegmentHeader[:]) {
+		return SegmentHeaderSize, seqSeed(seq)
+	}
+	return 0, 0
+}
+
+// Frame returns a whole record (frame header and payload parts) as a
+// version 1 segment holds it; tests build old segments with it.
+func Frame(parts ...[]byte) []byte { return frame(0, parts) }
+
+// FrameIn returns a whole record as segment seq (version 2) holds it.
+func FrameIn(seq uint64, parts ...[]byte) []byte { return frame(seqSeed(seq), parts) }
+
+func frame(seed uint32, parts [][]byte) []byte {
+	n, crc := 0, seed
 	for _, p := range parts {
 		n += len(p)
 		crc = crc32.Update(crc, castagnoli, p)
@@ -23,9 +57,11 @@ func Frame(parts ...[]byte) []byte {
 	return out
 }
 
-// ReadRecord returns the payload of the record at the start of b and the
-// record's size. Errors wrap ErrCorrupt.
-func ReadRecord(b []byte) (payload []byte, n int, err error) {
+// ReadRecord returns the payload of the version 1 record at the start of b
+// and the record's size. Errors wrap ErrCorrupt.
+func ReadRecord(b []byte) (payload []byte, n int, err error) { return readRecord(b, 0) }
+
+func readRecord(b []byte, seed uint32) (payload []byte, n int, err error) {
 	if len(b) < HeaderSize {
 		return nil, 0, fmt.Errorf("%w: %d header bytes", ErrCorrupt, len(b))
 	}
@@ -34,7 +70,7 @@ func ReadRecord(b []byte) (payload []byte, n int, err error) {
 		return nil, 0, fmt.Errorf("%w: length %d exceeds the %d bytes left", ErrCorrupt, size, len(b)-HeaderSize)
 	}
 	payload = b[HeaderSize : HeaderSize+size]
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[4:8]) {
+	if crc32.Update(seed, castagnoli, payload) != binary.LittleEndian.Uint32(b[4:8]) {
 		return nil, 0, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	return payload, HeaderSize + size, nil

@@ -20,12 +20,19 @@ func ReadSegment(fsys FS, dir string, seq uint64, fn func(off int64, payload []b
 	return err
 }
 
+// ReadSegmentData is ReadSegment on data already read: segment seq's
+// bytes, or a prefix of them.
+func ReadSegmentData(seq uint64, data []byte, fn func(off int64, payload []byte) error) error {
+	_, err := readRecords(SegmentName(seq), seq, data, fn)
+	return err
+}
+
 // readRecords returns how far it read; on a bad frame, the error is a
 // *CorruptionError whose Err is not a payload error.
 func readRecords(path string, seq uint64, data []byte, fn func(off int64, payload []byte) error) (int64, error) {
-	off := 0
+	off, seed := segmentSeed(data, seq)
 	for off < len(data) {
-		payload, n, err := ReadRecord(data[off:])
+		payload, n, err := readRecord(data[off:], seed)
 		if err == nil {
 			err = fn(int64(off), payload)
 			if err != nil && !errors.Is(err, ErrCorrupt) {
@@ -52,8 +59,10 @@ func (e *payloadError) Unwrap() error { return e.err }
 
 // Replay reads the segments seqs (in order, as Segments lists them) and
 // calls fn with each record. A record cut short or failing its checksum in
-// the last segment is a write that never finished, so never acknowledged:
-// the segment is truncated there and the cut logged. Any other bad record
+// the last segment is a write that never finished, so never acknowledged,
+// or a record of the file's previous life (recycled files are reused
+// without being cleared): the segment is truncated there and the cut
+// logged. Any other bad record
 // (in an older segment, or a payload fn refuses) stops replay with a
 // *CorruptionError, unless opts.Repair is set: then the segment is
 // truncated at the record and what is dropped is logged.
@@ -77,7 +86,7 @@ func Replay(opts Options, seqs []uint64, fn func(seq uint64, off int64, payload 
 		torn := i == len(seqs)-1 && !errors.As(ce.Err, &pe)
 		switch {
 		case torn:
-			log.Warn("the last wal segment ends in a record that was never committed; truncating it there",
+			log.Warn("the last wal segment ends in bytes never committed (a torn record, or what its recycled file held before); truncating it there",
 				"segment", path, "offset", ce.Offset, "size", ce.Size, "error", ce.Err)
 		case opts.Repair:
 			log.Error("repairing the wal: truncating a corrupt segment, the records from the offset on are dropped",

@@ -1,18 +1,31 @@
 // Package wal is the sidecar's write-ahead log: numbered segment files of
 // checksummed records, written in group commits that are acknowledged only
-// after an fsync, rotated on request, replayed on start and removed once
-// every consumer has them. It knows nothing of what a record holds; the
-// storage package encodes and versions the payloads.
+// after an fsync, rotated on request, replayed on start and removed (or
+// recycled) once every consumer has them. It knows nothing of what a
+// record holds; the storage package encodes and versions the payloads.
 //
-// A segment is a sequence of records, each framed as
+// A segment (format version 2) is SegmentHeader, then a sequence of
+// records, each framed as
 //
-//	uint32 payload length | uint32 CRC-32C of payload | payload
+//	uint32 payload length | uint32 CRC-32C of (segment seq, payload) | payload
 //
-// Segments are named by a sequence number that only grows, and a segment is
-// complete once the next one exists (rotation happens only between
-// commits). Only the tail of the last segment can therefore hold a record
-// that never finished: replay cuts it there. A bad record anywhere else is
-// corruption, reported as a *CorruptionError naming segment and offset.
+// Version 1 segments (no header, checksums of the payload alone) are still
+// read. Segments are named by a sequence number that only grows, and a
+// segment is complete once the next one exists (rotation happens only
+// between commits, and cuts the closed segment at its last record). Only
+// the tail of the last segment can therefore hold bytes that are not a
+// committed record: a torn write, or records of the file's previous life
+// when it is a recycled one, which fail their checksum because it binds
+// each record to its segment's sequence number. Replay cuts that tail. A
+// bad record anywhere else is corruption, reported as a *CorruptionError
+// naming segment and offset.
+//
+// Removed segments are kept, up to MaxRecycled of them, and renamed into
+// the next segments instead of new files: a commit then overwrites blocks
+// the file system has already allocated, in pages already cached, and its
+// fdatasync writes data only (no size, no allocation to make durable).
+// Measured on the Arc write API's load test, that is 14 % more rows per
+// second for 9 % less CPU per row (docs/PERFORMANCE.md).
 package wal
 
 import (
@@ -101,6 +114,29 @@ type VectorWriter interface {
 // osFile gives *os.File the vectored write (writev) the WAL commits with.
 type osFile struct{ *os.File }
 
+// Sync is fdatasync: it makes the written bytes durable, and the file's
+// size when it changed, but not its times. A commit into a recycled file
+// that does not grow it then writes data blocks only.
+func (f osFile) Sync() error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if cerr := rc.Control(func(fd uintptr) {
+		for {
+			if err = unix.Fdatasync(int(fd)); err != unix.EINTR {
+				return
+			}
+		}
+	}); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
 func (f osFile) WriteVector(bufs [][]byte) (n int, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -130,6 +166,10 @@ type FS interface {
 	ReadFile(name string) ([]byte, error)
 	// SyncDir makes the directory's entries durable.
 	SyncDir(name string) error
+	// RenameNoReplace renames oldpath to newpath, failing if newpath
+	// exists (renameat2 RENAME_NOREPLACE). Segment recycling uses it; a
+	// file system without it gets new files instead.
+	RenameNoReplace(oldpath, newpath string) error
 }
 
 // Options configure a WAL.
@@ -143,6 +183,9 @@ type Options struct {
 	// Repair truncates a corrupt segment at the bad record instead of
 	// stopping replay, logging what is dropped.
 	Repair bool
+	// MaxRecycled is how many removed segments are kept for reuse as new
+	// ones; 0 is DefaultMaxRecycled, negative keeps none.
+	MaxRecycled int
 }
 
 func (o Options) logger() *slog.Logger {
@@ -185,10 +228,13 @@ func Segments(fsys FS, dir string) ([]uint64, error) {
 // come from one goroutine; Bytes and RemoveThrough may be called from any.
 type WAL struct {
 	opts    Options
+	first   uint64 // the first segment this WAL wrote: the oldest it may recycle
 	seq     uint64 // the open segment
+	seed    uint32 // seqSeed(seq)
 	f       File
 	size    int64 // of the open segment, written records included
 	durable int64 // of the open segment, as of the last commit
+	fileEnd int64 // of the open segment's file: past durable in a recycled one
 	err     error // set once the WAL is poisoned
 
 	// Records written since the last commit are not copied: pending holds
@@ -203,6 +249,7 @@ type WAL struct {
 	open     atomic.Uint64 // seq, for RemoveThrough on other goroutines
 	poisoned atomic.Bool
 	removeMu sync.Mutex
+	recycled recycled
 }
 
 // Open starts segment seq, which must not exist yet, behind the segments
@@ -211,12 +258,22 @@ func Open(opts Options, seq uint64) (*WAL, error) {
 	if opts.MaxWrite <= 0 {
 		opts.MaxWrite = DefaultMaxWrite
 	}
-	w := &WAL{opts: opts}
+	w := &WAL{opts: opts, first: seq, recycled: recycled{max: opts.MaxRecycled}}
+	if w.recycled.max == 0 {
+		w.recycled.max = DefaultMaxRecycled
+	}
 	entries, err := opts.FS.ReadDir(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("list wal: %w", err)
 	}
 	for _, e := range entries {
+		if isRecycled(e.Name()) {
+			// Kept by the last run: not a segment, and never replayed.
+			if err := opts.FS.Remove(filepath.Join(opts.Dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("remove recycled wal file: %w", err)
+			}
+			continue
+		}
 		if _, ok := SegmentSeq(e.Name()); !ok {
 			continue
 		}
@@ -251,9 +308,14 @@ func (w *WAL) Err() error {
 
 func (w *WAL) openSegment(seq uint64) error {
 	path := filepath.Join(w.opts.Dir, SegmentName(seq))
-	f, err := w.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, fileEnd, err := w.reuse(path)
 	if err != nil {
-		return fmt.Errorf("create wal segment: %w", err)
+		return err
+	}
+	if f == nil {
+		if f, err = w.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+			return fmt.Errorf("create wal segment: %w", err)
+		}
 	}
 	if err := w.opts.FS.SyncDir(w.opts.Dir); err != nil {
 		// Left behind, the file would block every later attempt at this
@@ -265,12 +327,23 @@ func (w *WAL) openSegment(seq uint64) error {
 	if of, ok := f.(*os.File); ok {
 		f = osFile{of}
 	}
-	// Records not committed do not move to the new segment.
+	w.seq, w.seed, w.f, w.durable, w.fileEnd = seq, seqSeed(seq), f, 0, fileEnd
+	w.open.Store(seq)
+	w.restart()
+	return nil
+}
+
+// restart drops the records not committed and starts the open segment
+// again from its durable size: a segment with nothing durable starts with
+// its header.
+func (w *WAL) restart() {
 	clear(w.pending)
 	w.pending, w.headers = w.pending[:0], w.headers[:0]
-	w.seq, w.f, w.size, w.durable = seq, f, 0, 0
-	w.open.Store(seq)
-	return nil
+	w.size = w.durable
+	if w.durable == 0 {
+		w.pending = append(w.pending, SegmentHeader[:])
+		w.size = SegmentHeaderSize
+	}
 }
 
 // Write adds one record whose payload is parts, in order, and returns its
@@ -279,7 +352,7 @@ func (w *WAL) openSegment(seq uint64) error {
 // parts are not copied: they must not change until Commit returns.
 func (w *WAL) Write(parts ...[]byte) int64 {
 	n := 0
-	crc := uint32(0)
+	crc := w.seed
 	for _, p := range parts {
 		n += len(p)
 		crc = crc32.Update(crc, castagnoli, p)
@@ -323,6 +396,7 @@ func (w *WAL) Commit() error {
 	if err == nil {
 		w.bytes.Add(w.size - w.durable)
 		w.durable = w.size
+		w.fileEnd = max(w.fileEnd, w.size)
 		return nil
 	}
 	if terr := w.f.Truncate(w.durable); terr != nil {
@@ -337,7 +411,8 @@ func (w *WAL) Commit() error {
 	if _, serr := w.f.Seek(w.durable, io.SeekStart); serr != nil {
 		return w.poison(fmt.Errorf("wal commit: %w; seek after failure: %w", err, serr))
 	}
-	w.size = w.durable
+	w.fileEnd = w.durable
+	w.restart()
 	return fmt.Errorf("wal commit: %w", err)
 }
 
@@ -414,6 +489,10 @@ func (w *WAL) Rotate() (uint64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	// Only the last segment may end in bytes that are not a record.
+	if err := w.cutToDurable(); err != nil {
+		return 0, err
+	}
 	prev, closed := w.f, w.seq
 	if err := w.openSegment(w.seq + 1); err != nil {
 		return 0, err
@@ -424,8 +503,43 @@ func (w *WAL) Rotate() (uint64, error) {
 	return closed, nil
 }
 
-// Close closes the open segment.
+// cutToDurable truncates a recycled open segment's file after its last
+// committed record, durably, so that what the file held before is gone.
+func (w *WAL) cutToDurable() error {
+	if w.fileEnd <= w.durable {
+		return nil
+	}
+	if err := w.f.Truncate(w.durable); err != nil {
+		return fmt.Errorf("cut recycled wal segment: %w", err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("sync cut wal segment: %w", err)
+	}
+	w.fileEnd = w.durable
+	return nil
+}
+
+// Close closes the open segment, cut after its last committed record so
+// that a restart finds no stale bytes behind it.
 func (w *WAL) Close() error {
+	if w.f == nil {
+		return nil
+	}
+	var err error
+	if w.err == nil {
+		err = w.cutToDurable()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.f = nil
+	return err
+}
+
+// Abandon closes the open segment as a process that dies leaves it: not
+// cut, whatever a recycled file still holds behind the last commit stays.
+// Tests of recovery use it.
+func (w *WAL) Abandon() error {
 	if w.f == nil {
 		return nil
 	}
@@ -434,8 +548,9 @@ func (w *WAL) Close() error {
 	return err
 }
 
-// RemoveThrough deletes the closed segments up to and including seq. The
-// open segment is never among them.
+// RemoveThrough deletes the closed segments up to and including seq, or
+// keeps them as recycled files for the next segments. The open segment is
+// never among them.
 func (w *WAL) RemoveThrough(seq uint64) error {
 	w.removeMu.Lock()
 	defer w.removeMu.Unlock()
@@ -456,6 +571,10 @@ func (w *WAL) RemoveThrough(seq uint64) error {
 		// Counted out first: whoever sees the file gone must see the
 		// room it leaves (a write refused after the WAL emptied is a bug).
 		w.bytes.Add(-size)
+		if w.recycle(s) {
+			removed = true
+			continue
+		}
 		if err := w.opts.FS.Remove(filepath.Join(w.opts.Dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			w.bytes.Add(size)
 			return fmt.Errorf("remove wal segment: %w", err)

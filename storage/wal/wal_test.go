@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/arc-otel/arc-otel/storage/wal/waltest"
 )
@@ -28,6 +30,7 @@ type faultFS struct {
 	waltest.Faults
 	onRemove  func(name string)
 	onSyncDir func(name string)
+	noRename  bool // a file system without renameat2 RENAME_NOREPLACE
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
@@ -46,7 +49,17 @@ func (f *faultFS) Remove(name string) error {
 	return err
 }
 func (f *faultFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
-func (f *faultFS) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
+
+func (f *faultFS) RenameNoReplace(oldpath, newpath string) error {
+	if f.noRename {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EINVAL}
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
+}
+func (f *faultFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
 func (f *faultFS) SyncDir(name string) error {
 	if f.onSyncDir != nil {
@@ -193,23 +206,23 @@ func TestReplayCorruption(t *testing.T) {
 		{
 			name: "checksum in the middle of an older segment",
 			corrupt: func(t *testing.T, dir string) {
-				flipByte(t, filepath.Join(dir, SegmentName(1)), HeaderSize+1+HeaderSize)
+				flipByte(t, filepath.Join(dir, SegmentName(1)), SegmentHeaderSize+HeaderSize+1+HeaderSize)
 			},
-			seq: 1, offset: HeaderSize + 1,
+			seq: 1, offset: SegmentHeaderSize + HeaderSize + 1,
 			want: []string{"a", "d", "e", "f"},
 		},
 		{
 			name:    "torn tail of an older segment",
 			corrupt: func(t *testing.T, dir string) { appendTo(t, filepath.Join(dir, SegmentName(1)), []byte{9, 0}) },
-			seq:     1, offset: 3 * (HeaderSize + 1),
+			seq:     1, offset: SegmentHeaderSize + 3*(HeaderSize+1),
 			want: []string{"a", "b", "c", "d", "e", "f"},
 		},
 		{
 			name: "a payload its reader refuses, in the last segment",
 			corrupt: func(t *testing.T, dir string) {
-				appendTo(t, filepath.Join(dir, SegmentName(2)), Frame([]byte("bad version")))
+				appendTo(t, filepath.Join(dir, SegmentName(2)), FrameIn(2, []byte("bad version")))
 			},
-			seq: 2, offset: 3 * (HeaderSize + 1),
+			seq: 2, offset: SegmentHeaderSize + 3*(HeaderSize+1),
 			want: []string{"a", "b", "c", "d", "e", "f"},
 		},
 	} {
@@ -256,12 +269,14 @@ func TestReplayCorruption(t *testing.T) {
 func TestRemovedBytesAreCountedBeforeTheFileGoes(t *testing.T) {
 	dir := t.TempDir()
 	fsys := &faultFS{}
-	w, err := Open(options(dir, fsys), 1)
+	opts := options(dir, fsys)
+	opts.MaxRecycled = -1
+	w, err := Open(opts, 1)
 	require.NoError(t, err)
 	commit(t, w, big("a"))
 	_, err = w.Rotate()
 	require.NoError(t, err)
-	require.EqualValues(t, HeaderSize+len(big("a")), w.Bytes())
+	require.EqualValues(t, SegmentHeaderSize+HeaderSize+len(big("a")), w.Bytes())
 	var atRemove, atSync []int64
 	fsys.onRemove = func(string) { atRemove = append(atRemove, w.Bytes()) }
 	fsys.onSyncDir = func(string) { atSync = append(atSync, w.Bytes()) }

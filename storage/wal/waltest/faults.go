@@ -6,6 +6,7 @@ package waltest
 
 import (
 	"errors"
+	"io"
 	"os"
 	"sync/atomic"
 
@@ -26,9 +27,9 @@ type Faults struct {
 	HoldSync     chan struct{} // non-nil: fsyncs wait until it is closed
 	Syncs        atomic.Int64  // fsyncs begun, held ones included
 	FailSyncAt   atomic.Int64  // > 0: the fsync that Syncs numbers so (from 1) fails
-	// Synced is the size of the file as of its last successful fsync: a
-	// crash keeps that much of it (of the file synced last, when several
-	// are open).
+	// Synced is how much of the file its last successful fsync made
+	// durable (its write offset then): a crash keeps that much of it (of
+	// the file synced last, when several are open).
 	Synced atomic.Int64
 }
 
@@ -122,15 +123,17 @@ func (f *File) Sync() error {
 	if fs.Dead.Load() || fs.FailSync.CompareAndSwap(true, false) || fs.FailSyncAt.CompareAndSwap(n, 0) {
 		return ErrInjected
 	}
-	// Taken before the fsync: whatever it makes durable includes this much.
-	info, err := f.File.Stat()
+	// Taken before the fsync: whatever it makes durable includes this
+	// much. The write offset, not the size: the WAL writes in order, and
+	// a recycled file is larger than what was written into it.
+	end, err := f.File.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return err
 	}
 	if err := f.File.Sync(); err != nil {
 		return err
 	}
-	fs.Synced.Store(info.Size())
+	fs.Synced.Store(end)
 	return nil
 }
 

@@ -1,0 +1,204 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// record is a payload of exactly 200 bytes, so records of two lives of a
+// recycled file line up: a stale record starts right where the new ones
+// end, whole, and only its checksum's binding to the segment can tell.
+func record(name string) string { return fmt.Sprintf("%-200s", name) }
+
+// recycledWAL writes five records into segment 1, has it recycled, and
+// returns the WAL with segment 3 open in segment 1's old file (segment 2
+// holds "x").
+func recycledWAL(t *testing.T, dir string, fsys *faultFS) *WAL {
+	t.Helper()
+	w, err := Open(options(dir, fsys), 1)
+	require.NoError(t, err)
+	for i := range 5 {
+		commit(t, w, record(fmt.Sprint("old", i)))
+	}
+	old, err := os.Stat(filepath.Join(dir, SegmentName(1)))
+	require.NoError(t, err)
+	_, err = w.Rotate()
+	require.NoError(t, err)
+	require.NoError(t, w.RemoveThrough(1))
+	assert.NoFileExists(t, filepath.Join(dir, SegmentName(1)))
+	commit(t, w, record("x"))
+	_, err = w.Rotate()
+	require.NoError(t, err)
+	reused, err := os.Stat(filepath.Join(dir, SegmentName(3)))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(old, reused), "segment 3 is segment 1's file")
+	require.Equal(t, old.Size(), reused.Size(), "with its old records still in it")
+	return w
+}
+
+func crash(t *testing.T, w *WAL) {
+	t.Helper()
+	require.NoError(t, w.Abandon())
+}
+
+func segmentSize(t *testing.T, dir string, seq uint64) int64 {
+	t.Helper()
+	info, err := os.Stat(filepath.Join(dir, SegmentName(seq)))
+	require.NoError(t, err)
+	return info.Size()
+}
+
+func TestRecycledSegmentReplaysOnlyItsOwnRecords(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		commit []string // into the recycled segment before the crash
+		want   []string
+	}{
+		{name: "crash before its first commit", want: []string{record("x")}},
+		{name: "crash after one commit", commit: []string{record("y")}, want: []string{record("x"), record("y")}},
+		{name: "crash after as many records as it held", commit: []string{record("y0"), record("y1"), record("y2"), record("y3"), record("y4")},
+			want: []string{record("x"), record("y0"), record("y1"), record("y2"), record("y3"), record("y4")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := recycledWAL(t, dir, &faultFS{})
+			for _, p := range tt.commit {
+				commit(t, w, p)
+			}
+			durable := w.durable
+			crash(t, w)
+			got, err := replayAll(t, options(dir, nil))
+			require.NoError(t, err, "the old records are the last segment's tail")
+			assert.Equal(t, tt.want, got)
+			if len(tt.commit) > 0 {
+				assert.Equal(t, durable, segmentSize(t, dir, 3), "cut after the last committed record")
+			}
+		})
+	}
+}
+
+// TestRecycledSegmentIsCutWhenClosed: only the last segment may end in
+// bytes that are not records, so rotation and Close cut a recycled file
+// after its last commit; a later segment then finds none in it.
+func TestRecycledSegmentIsCutWhenClosed(t *testing.T) {
+	dir := t.TempDir()
+	w := recycledWAL(t, dir, &faultFS{})
+	commit(t, w, record("y"))
+	_, err := w.Rotate()
+	require.NoError(t, err)
+	assert.EqualValues(t, SegmentHeaderSize+HeaderSize+200, segmentSize(t, dir, 3), "cut at rotation")
+	commit(t, w, record("z"))
+	require.NoError(t, w.Close())
+	got, err := replayAll(t, options(dir, nil))
+	require.NoError(t, err, "no closed segment holds old records")
+	assert.Equal(t, []string{record("x"), record("y"), record("z")}, got)
+
+	dir = t.TempDir()
+	w = recycledWAL(t, dir, &faultFS{})
+	commit(t, w, record("y"))
+	require.NoError(t, w.Close())
+	assert.EqualValues(t, SegmentHeaderSize+HeaderSize+200, segmentSize(t, dir, 3), "cut at Close")
+}
+
+// TestProcessDiesDuringCommitIntoRecycledSegment: the process dies after
+// each write call of a group written into a recycled file. Replay keeps
+// the committed records, then whichever of the group's records reached
+// the file whole (never acknowledged, as after any crash before the
+// fsync), and cuts the rest: the torn record and the file's old records.
+func TestProcessDiesDuringCommitIntoRecycledSegment(t *testing.T) {
+	group := []string{record("lost0"), record("lost1")}
+	for writes := int64(1); writes <= 6; writes++ {
+		t.Run(fmt.Sprint(writes), func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := &faultFS{}
+			w := recycledWAL(t, dir, fsys)
+			commit(t, w, record("y"))
+			fsys.WritesLeft.Store(writes)
+			for _, p := range group {
+				w.Write([]byte(p))
+			}
+			err := w.Commit()
+			require.Error(t, err, "the group took more write calls than reached the disk")
+			require.NoError(t, w.Close())
+			got, err := replayAll(t, options(dir, nil))
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(got), 2)
+			assert.Equal(t, []string{record("x"), record("y")}, got[:2])
+			assert.Equal(t, group[:len(got)-2], got[2:], "whole records of the group, in order, and nothing after")
+		})
+	}
+}
+
+func TestRecyclingKeepsOnlyWhatItMay(t *testing.T) {
+	t.Run("segments of an older format are removed", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, SegmentName(4)), Frame([]byte("v1")), 0o644))
+		w, err := Open(options(dir, &faultFS{}), 5)
+		require.NoError(t, err)
+		require.NoError(t, w.RemoveThrough(4))
+		assertNoRecycled(t, dir)
+		require.NoError(t, w.Close())
+	})
+	t.Run("at most MaxRecycled files", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := Open(options(dir, &faultFS{}), 1)
+		require.NoError(t, err)
+		for range 4 {
+			commit(t, w, "a")
+			_, err = w.Rotate()
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.RemoveThrough(4))
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		assert.ElementsMatch(t, []string{recycledName(1), recycledName(2), SegmentName(5)}, names)
+		require.NoError(t, w.Close())
+	})
+	t.Run("files kept by the last run are removed, not replayed", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := Open(options(dir, &faultFS{}), 1)
+		require.NoError(t, err)
+		commit(t, w, "a")
+		_, err = w.Rotate()
+		require.NoError(t, err)
+		require.NoError(t, w.RemoveThrough(1))
+		require.NoError(t, w.Close())
+		w, err = Open(options(dir, &faultFS{}), 3)
+		require.NoError(t, err)
+		assertNoRecycled(t, dir)
+		require.NoError(t, w.Close())
+	})
+	t.Run("a file system without rename-no-replace gets new files", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := Open(options(dir, &faultFS{noRename: true}), 1)
+		require.NoError(t, err)
+		commit(t, w, "a")
+		_, err = w.Rotate()
+		require.NoError(t, err)
+		require.NoError(t, w.RemoveThrough(1))
+		assertNoRecycled(t, dir)
+		commit(t, w, "b")
+		require.NoError(t, w.Close())
+		got, err := replayAll(t, options(dir, nil))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"b"}, got)
+	})
+}
+
+func assertNoRecycled(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, isRecycled(e.Name()), e.Name())
+	}
+}
