@@ -78,7 +78,8 @@ func (s *Store) MaxWALBytes() int64 { return s.opts.MaxWALBytes }
 // MaxBufferBytes is the configured ceiling of buffered bytes.
 func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }
 
-// WALStats returns the number of WAL segments and their total size.
+// WALStats returns the number of WAL segments and the bytes of their
+// records (recycled segment files hold more on disk: see wal.WAL.Bytes).
 func (s *Store) WALStats() (segments int, bytes int64, err error) {
 	entries, err := s.fs.ReadDir(s.wal.dir)
 	if err != nil {
@@ -94,6 +95,9 @@ func (s *Store) WALStats() (segments int, bytes int64, err error) {
 		}
 		segments++
 		bytes += info.Size()
+	}
+	if w := s.wal.WAL; w != nil {
+		bytes = w.Bytes()
 	}
 	return segments, bytes, nil
 }

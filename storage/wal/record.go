@@ -25,14 +25,26 @@ func seqSeed(seq uint64) uint32 {
 	return crc32.Update(0, castagnoli, b[:])
 }
 
-// segmentSeed returns where the records of a segment's data start and the
-// checksum seed they take: after the header and bound to seq (version 2),
-// or at 0 and unbound (version 1, before recycling).
-func segmentSeed(data []byte, seq uint64) (start int, seed uint32) {
+// endMarker ends the records of a version 2 segment whose file holds more
+// behind them (a recycled file): a frame whose length no record has, bound
+// to the segment like its records.
+func endMarker(seed uint32) (m [HeaderSize]byte) {
+	binary.LittleEndian.PutUint32(m[0:4], ^uint32(0))
+	binary.LittleEndian.PutUint32(m[4:8], ^seed)
+	return m
+}
+
+// segmentFormat returns where the records of a segment's data start, the
+// checksum seed they take and the marker that ends them: after the header,
+// bound to seq (version 2); or at 0, unbound and with no marker (version
+// 1, before recycling).
+func segmentFormat(data []byte, seq uint64) (start int, seed uint32, end []byte) {
 	if bytes.HasPrefix(data, SegmentHeader[:]) {
-		return SegmentHeaderSize, seqSeed(seq)
+		seed = seqSeed(seq)
+		m := endMarker(seed)
+		return SegmentHeaderSize, seed, m[:]
 	}
-	return 0, 0
+	return 0, 0, nil
 }
 
 // Frame returns a whole record (frame header and payload parts) as a

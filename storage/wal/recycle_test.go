@@ -82,27 +82,90 @@ func TestRecycledSegmentReplaysOnlyItsOwnRecords(t *testing.T) {
 	}
 }
 
-// TestRecycledSegmentIsCutWhenClosed: only the last segment may end in
-// bytes that are not records, so rotation and Close cut a recycled file
-// after its last commit; a later segment then finds none in it.
-func TestRecycledSegmentIsCutWhenClosed(t *testing.T) {
+// TestRecycledSegmentIsSealedWhenClosed: only the last segment may end in
+// bytes that are not records, so rotation and Close end a recycled file's
+// records with an end marker. The file keeps its size (its blocks stay
+// allocated for the next life); replay reads up to the marker, and a bad
+// record before it is still corruption.
+func TestRecycledSegmentIsSealedWhenClosed(t *testing.T) {
+	sealed := func(t *testing.T) (string, int64) {
+		dir := t.TempDir()
+		w := recycledWAL(t, dir, &faultFS{})
+		size := segmentSize(t, dir, 3)
+		commit(t, w, record("y"))
+		_, err := w.Rotate()
+		require.NoError(t, err)
+		commit(t, w, record("z"))
+		require.NoError(t, w.Close())
+		return dir, size
+	}
+	t.Run("replayed up to the marker", func(t *testing.T) {
+		dir, size := sealed(t)
+		assert.Equal(t, size, segmentSize(t, dir, 3), "not cut")
+		got, err := replayAll(t, options(dir, nil))
+		require.NoError(t, err)
+		assert.Equal(t, []string{record("x"), record("y"), record("z")}, got)
+		assert.Equal(t, size, segmentSize(t, dir, 3), "nothing to cut")
+	})
+	t.Run("a bad record before the marker is corruption", func(t *testing.T) {
+		dir, _ := sealed(t)
+		flipByte(t, filepath.Join(dir, SegmentName(3)), SegmentHeaderSize+HeaderSize+5)
+		_, err := replayAll(t, options(dir, nil))
+		var ce *CorruptionError
+		require.ErrorAs(t, err, &ce)
+		assert.EqualValues(t, 3, ce.Seq)
+		assert.EqualValues(t, SegmentHeaderSize, ce.Offset)
+	})
+	t.Run("sealed by Close, the last segment", func(t *testing.T) {
+		dir := t.TempDir()
+		w := recycledWAL(t, dir, &faultFS{})
+		size := segmentSize(t, dir, 3)
+		commit(t, w, record("y"))
+		require.NoError(t, w.Close())
+		got, err := replayAll(t, options(dir, nil))
+		require.NoError(t, err)
+		assert.Equal(t, []string{record("x"), record("y")}, got)
+		assert.Equal(t, size, segmentSize(t, dir, 3), "ends at its marker: nothing to cut")
+	})
+}
+
+// TestSealedSegmentThatStaysOpen: rotation seals the segment, then cannot
+// create the next one; the segment stays open and the next commit writes
+// over its end marker, so no acknowledged record hides behind one.
+func TestSealedSegmentThatStaysOpen(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &faultFS{}
+	w := recycledWAL(t, dir, fsys)
+	commit(t, w, record("y"))
+	fsys.failCreate = true
+	_, err := w.Rotate()
+	require.ErrorIs(t, err, errInjected)
+	fsys.failCreate = false
+	commit(t, w, record("z"))
+	crash(t, w)
+	got, err := replayAll(t, options(dir, nil))
+	require.NoError(t, err)
+	assert.Equal(t, []string{record("x"), record("y"), record("z")}, got)
+}
+
+// TestBytesCountRecordsNotRecycledFiles: a sealed segment's file is larger
+// than its records; removing it takes out what was counted in, no more.
+func TestBytesCountRecordsNotRecycledFiles(t *testing.T) {
 	dir := t.TempDir()
 	w := recycledWAL(t, dir, &faultFS{})
 	commit(t, w, record("y"))
 	_, err := w.Rotate()
 	require.NoError(t, err)
-	assert.EqualValues(t, SegmentHeaderSize+HeaderSize+200, segmentSize(t, dir, 3), "cut at rotation")
-	commit(t, w, record("z"))
+	require.Greater(t, segmentSize(t, dir, 3), int64(SegmentHeaderSize+HeaderSize+200), "sealed, not cut")
+	require.NoError(t, w.RemoveThrough(3))
+	assert.Zero(t, w.Bytes())
 	require.NoError(t, w.Close())
-	got, err := replayAll(t, options(dir, nil))
-	require.NoError(t, err, "no closed segment holds old records")
-	assert.Equal(t, []string{record("x"), record("y"), record("z")}, got)
 
-	dir = t.TempDir()
-	w = recycledWAL(t, dir, &faultFS{})
-	commit(t, w, record("y"))
+	w, err = Open(options(dir, &faultFS{}), 5)
+	require.NoError(t, err)
+	require.NoError(t, w.RemoveThrough(4))
+	assert.Zero(t, w.Bytes(), "segments found at Open count what they take on disk, in and out")
 	require.NoError(t, w.Close())
-	assert.EqualValues(t, SegmentHeaderSize+HeaderSize+200, segmentSize(t, dir, 3), "cut at Close")
 }
 
 // TestProcessDiesDuringCommitIntoRecycledSegment: the process dies after

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -30,8 +31,12 @@ func ReadSegmentData(seq uint64, data []byte, fn func(off int64, payload []byte)
 // readRecords returns how far it read; on a bad frame, the error is a
 // *CorruptionError whose Err is not a payload error.
 func readRecords(path string, seq uint64, data []byte, fn func(off int64, payload []byte) error) (int64, error) {
-	off, seed := segmentSeed(data, seq)
+	off, seed, end := segmentFormat(data, seq)
 	for off < len(data) {
+		if end != nil && bytes.HasPrefix(data[off:], end) {
+			// Sealed: what follows is what the file held before.
+			return int64(off), nil
+		}
 		payload, n, err := readRecord(data[off:], seed)
 		if err == nil {
 			err = fn(int64(off), payload)
