@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 type msgpackFixture struct {
@@ -303,4 +305,56 @@ func TestMsgpackLimitsAreConfigurable(t *testing.T) {
 		assert.Equal(t, tt.status, status, "%s: %s", tt.name, msg)
 	}
 	assert.Equal(t, map[string]int64{"default/cpu": 2}, f.rows(t))
+}
+
+// TestConcurrentWritesReachTheWALIntact: the IPC stream buffers are reused
+// from one request to the next, so one returned before the WAL was done
+// with it would put another request's rows into a record, or fail its
+// checksum. Concurrent clients write requests of their own rows; every
+// WAL record must hold exactly one request, each request once.
+func TestConcurrentWritesReachTheWALIntact(t *testing.T) {
+	const clients, requests = 8, 20
+	f := newMsgpackFixture(t, nil, 0, 0)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for r := range requests {
+				m := cpu(50 + r)
+				hosts := m["columns"].(map[string]any)["host"].([]string)
+				for i := range hosts {
+					hosts[i] = fmt.Sprintf("client-%02d-request-%02d", c, r)
+				}
+				code, msg := f.post(t, gzipped(t, payload(t, m)), nil)
+				assert.Equal(t, http.StatusNoContent, code, msg)
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	segments, err := filepath.Glob(filepath.Join(f.dir, "_arcstore", "wal", "*"+wal.SegmentExt))
+	require.NoError(t, err)
+	require.NotEmpty(t, segments)
+	for _, path := range segments {
+		seq, ok := wal.SegmentSeq(filepath.Base(path))
+		require.True(t, ok)
+		require.NoError(t, wal.ReadSegment(storage.OSFS{}, filepath.Dir(path), seq, func(_ int64, p []byte) error {
+			var in []string
+			for c := range clients {
+				for r := range requests {
+					if host := fmt.Sprintf("client-%02d-request-%02d", c, r); bytes.Contains(p, []byte(host)) {
+						in = append(in, host)
+					}
+				}
+			}
+			if assert.Len(t, in, 1, "one request per record") {
+				seen[in[0]]++
+			}
+			return nil
+		}), "every record reads back with its checksum")
+	}
+	assert.Len(t, seen, clients*requests)
+	for host, n := range seen {
+		assert.Equal(t, 1, n, host)
+	}
+	assert.Equal(t, map[string]int64{"default/cpu": int64(clients * (50*requests + requests*(requests-1)/2))}, f.rows(t))
 }
