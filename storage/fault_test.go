@@ -137,10 +137,12 @@ func TestCorruptWALStopsStartUp(t *testing.T) {
 			require.NoError(t, os.WriteFile(first, data, 0o644))
 		}, []string{"a-0", "c-0"}},
 		{"an unknown payload version in the last segment", func(t *testing.T, _, last string) {
+			data, err := os.ReadFile(last)
+			require.NoError(t, err)
 			f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
 			require.NoError(t, err)
 			seq, _ := wal.SegmentSeq(filepath.Base(last))
-			_, err = f.Write(wal.FrameIn(seq, []byte{99, 1, 2, 3}))
+			_, err = f.Write(wal.FrameIn(seq, data, []byte{99, 1, 2, 3}))
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
 		}, []string{"a-0", "b-0", "c-0"}},

@@ -66,8 +66,10 @@ type Options struct {
 	Sinks []Sink
 	// NoParquet writes no Parquet files; the sinks are the storage.
 	NoParquet bool
-	// MaxWALBytes bounds the WAL on disk. A sink that is down or slow holds
-	// segments back; past the bound Append answers ErrBackpressure.
+	// MaxWALBytes bounds the WAL's records (wal.WAL.Bytes; the directory
+	// takes up to twice that, plus the reused files). A sink that is down
+	// or slow holds segments back; past the bound Append answers
+	// ErrBackpressure.
 	MaxWALBytes int64
 	// SinkDrainTimeout is how long Close waits for the sinks to store the
 	// last segments; what they miss stays in the WAL for the next start.
@@ -310,7 +312,7 @@ func (s *Store) recover() error {
 		s.parquetDone.Store(last)
 	}
 	replayed := 0
-	err = wal.Replay(s.walOptions(), seqs, func(seq uint64, _ int64, payload []byte) error {
+	counted, err := wal.Replay(s.walOptions(), seqs, func(seq uint64, _ int64, payload []byte) error {
 		entries, err := decodePayload(payload)
 		if err != nil {
 			return err
@@ -344,7 +346,9 @@ func (s *Store) recover() error {
 		return err
 	}
 	s.warnHeld()
-	w, err := wal.Open(s.walOptions(), last+1)
+	opts := s.walOptions()
+	opts.Counted = counted
+	w, err := wal.Open(opts, last+1)
 	if err != nil {
 		return err
 	}

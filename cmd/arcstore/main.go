@@ -114,7 +114,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clickhouseAddr, "clickhouse-addr", "", "also write every acknowledged row to ClickHouse at HOST:PORT (native protocol, 9000); the WAL keeps rows until ClickHouse has them")
 	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see docs/CLICKHOUSE.md)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
-	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` on disk past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
+	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` (bytes of records; the directory takes up to twice that plus two reused segment files) past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	c.s3.register(fs)
 	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL segment is corrupt: truncate it at the bad record and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // DefaultMaxRecycled is how many removed segments a WAL keeps for reuse by
@@ -45,16 +46,28 @@ func (w *WAL) recycle(seq uint64) bool {
 	from := filepath.Join(w.opts.Dir, SegmentName(seq))
 	to := filepath.Join(w.opts.Dir, recycledName(seq))
 	if err := w.opts.FS.RenameNoReplace(from, to); err != nil {
-		w.opts.logger().Warn("cannot keep a wal segment for reuse; removing it", "segment", from, "error", err)
+		r.noRename(w, err)
 		return false
 	}
 	r.paths = append(r.paths, to)
 	return true
 }
 
-// reuse renames a kept file to path and opens it for writing from the
-// start, returning the file and its size; (nil, 0, nil) when there is
-// none, and a file it cannot reuse is removed.
+// noRename turns reuse off where the file system has no
+// renameat2(RENAME_NOREPLACE); any other failure costs one file.
+func (r *recycled) noRename(w *WAL, err error) {
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) {
+		r.off = true
+		w.opts.logger().Warn("the file system cannot rename without replacing; wal segments are deleted and created, not reused", "error", err)
+		return
+	}
+	w.opts.logger().Warn("cannot reuse a wal segment file; deleting it", "error", err)
+}
+
+// reuse opens a kept file and renames it to path, returning the file and
+// its size; (nil, 0, nil) when there is none or it cannot be reused (it is
+// then removed). The file is opened before the rename, so that a failure
+// after it leaves no segment behind.
 func (w *WAL) reuse(path string) (File, int64, error) {
 	r := &w.recycled
 	r.mu.Lock()
@@ -64,20 +77,30 @@ func (w *WAL) reuse(path string) (File, int64, error) {
 	}
 	from := r.paths[0]
 	r.paths = r.paths[1:]
+	f, end, err := openToOverwrite(w.opts.FS, from)
+	if err != nil {
+		w.opts.logger().Warn("cannot reuse a wal segment file; deleting it", "file", from, "error", err)
+		_ = w.opts.FS.Remove(from)
+		return nil, 0, nil
+	}
 	if err := w.opts.FS.RenameNoReplace(from, path); err != nil {
+		f.Close()
 		_ = w.opts.FS.Remove(from)
 		if errors.Is(err, os.ErrExist) {
 			return nil, 0, fmt.Errorf("create wal segment: %w", err)
 		}
-		// No such rename here (EINVAL, ENOSYS): new files from now on.
-		r.off = true
-		w.opts.logger().Warn("cannot reuse wal segment files; creating new ones", "error", err)
+		r.noRename(w, err)
 		return nil, 0, nil
 	}
-	f, err := w.opts.FS.OpenFile(path, os.O_WRONLY, 0)
+	return f, end, nil
+}
+
+// openToOverwrite opens a file for writing from its start and returns its
+// size.
+func openToOverwrite(fsys FS, path string) (File, int64, error) {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		_ = w.opts.FS.Remove(path)
-		return nil, 0, fmt.Errorf("open recycled wal segment: %w", err)
+		return nil, 0, err
 	}
 	end, err := f.Seek(0, io.SeekEnd)
 	if err == nil {
@@ -85,8 +108,7 @@ func (w *WAL) reuse(path string) (File, int64, error) {
 	}
 	if err != nil {
 		f.Close()
-		_ = w.opts.FS.Remove(path)
-		return nil, 0, fmt.Errorf("open recycled wal segment: %w", err)
+		return nil, 0, err
 	}
 	return f, end, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,17 +83,23 @@ func TestRecycledSegmentReplaysOnlyItsOwnRecords(t *testing.T) {
 	}
 }
 
+// ys are three records: more than the two old ones a recycled file then
+// holds behind them, so it is sealed rather than cut.
+var ys = []string{record("y0"), record("y1"), record("y2")}
+
 // TestRecycledSegmentIsSealedWhenClosed: only the last segment may end in
 // bytes that are not records, so rotation and Close end a recycled file's
 // records with an end marker. The file keeps its size (its blocks stay
 // allocated for the next life); replay reads up to the marker, and a bad
-// record before it is still corruption.
+// record before it is still corruption. A file holding more old bytes
+// than records is cut instead: no segment takes more than twice its
+// records on disk.
 func TestRecycledSegmentIsSealedWhenClosed(t *testing.T) {
 	sealed := func(t *testing.T) (string, int64) {
 		dir := t.TempDir()
 		w := recycledWAL(t, dir, &faultFS{})
 		size := segmentSize(t, dir, 3)
-		commit(t, w, record("y"))
+		commit(t, w, ys...)
 		_, err := w.Rotate()
 		require.NoError(t, err)
 		commit(t, w, record("z"))
@@ -104,8 +111,20 @@ func TestRecycledSegmentIsSealedWhenClosed(t *testing.T) {
 		assert.Equal(t, size, segmentSize(t, dir, 3), "not cut")
 		got, err := replayAll(t, options(dir, nil))
 		require.NoError(t, err)
-		assert.Equal(t, []string{record("x"), record("y"), record("z")}, got)
+		assert.Equal(t, append(append([]string{record("x")}, ys...), record("z")), got)
 		assert.Equal(t, size, segmentSize(t, dir, 3), "nothing to cut")
+	})
+	t.Run("more old bytes than records: cut", func(t *testing.T) {
+		dir := t.TempDir()
+		w := recycledWAL(t, dir, &faultFS{})
+		commit(t, w, record("y"))
+		_, err := w.Rotate()
+		require.NoError(t, err)
+		assert.EqualValues(t, SegmentHeaderSize+HeaderSize+200, segmentSize(t, dir, 3))
+		require.NoError(t, w.Close())
+		got, err := replayAll(t, options(dir, nil))
+		require.NoError(t, err)
+		assert.Equal(t, []string{record("x"), record("y")}, got)
 	})
 	t.Run("a bad record before the marker is corruption", func(t *testing.T) {
 		dir, _ := sealed(t)
@@ -120,11 +139,11 @@ func TestRecycledSegmentIsSealedWhenClosed(t *testing.T) {
 		dir := t.TempDir()
 		w := recycledWAL(t, dir, &faultFS{})
 		size := segmentSize(t, dir, 3)
-		commit(t, w, record("y"))
+		commit(t, w, ys...)
 		require.NoError(t, w.Close())
 		got, err := replayAll(t, options(dir, nil))
 		require.NoError(t, err)
-		assert.Equal(t, []string{record("x"), record("y")}, got)
+		assert.Equal(t, append([]string{record("x")}, ys...), got)
 		assert.Equal(t, size, segmentSize(t, dir, 3), "ends at its marker: nothing to cut")
 	})
 }
@@ -136,7 +155,7 @@ func TestSealedSegmentThatStaysOpen(t *testing.T) {
 	dir := t.TempDir()
 	fsys := &faultFS{}
 	w := recycledWAL(t, dir, fsys)
-	commit(t, w, record("y"))
+	commit(t, w, ys...)
 	fsys.failCreate = true
 	_, err := w.Rotate()
 	require.ErrorIs(t, err, errInjected)
@@ -145,7 +164,46 @@ func TestSealedSegmentThatStaysOpen(t *testing.T) {
 	crash(t, w)
 	got, err := replayAll(t, options(dir, nil))
 	require.NoError(t, err)
-	assert.Equal(t, []string{record("x"), record("y"), record("z")}, got)
+	assert.Equal(t, append(append([]string{record("x")}, ys...), record("z")), got)
+}
+
+// TestSmuggledFrameIsNotReplayed: a client's payload can hold bytes that
+// frame a record. Written into a file that is later reused, and lined up
+// right behind the new records by a crash, such a frame must not replay:
+// its checksum would need the new life's nonce, drawn after it was
+// written. The attacker's guesses: a zero nonce, and the file's nonce of
+// the life it wrote in.
+func TestSmuggledFrameIsNotReplayed(t *testing.T) {
+	for guess := range 2 {
+		t.Run(fmt.Sprint(guess), func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Open(options(dir, &faultFS{}), 1)
+			require.NoError(t, err)
+			var frames []byte
+			for _, header := range [][]byte{append(SegmentMagic[:], make([]byte, 8)...), w.header[:]} {
+				frames = append(frames, FrameIn(3, header, []byte("smuggled"))...)
+			}
+			// Segment 1: header, a 208-byte record, then a record whose
+			// payload holds the frames 4 bytes in: at offset 16+208+8+4.
+			commit(t, w, record("old"), "pad:"+string(frames))
+			_, err = w.Rotate()
+			require.NoError(t, err)
+			require.NoError(t, w.RemoveThrough(1))
+			commit(t, w, record("x"))
+			_, err = w.Rotate()
+			require.NoError(t, err)
+			require.EqualValues(t, 3, w.Seq())
+			// Segment 3 is segment 1's file: one record ending where the
+			// guessed frame starts.
+			at := SegmentHeaderSize + HeaderSize + 200 + HeaderSize + 4 + guess*(HeaderSize+len("smuggled"))
+			commit(t, w, strings.Repeat("n", at-SegmentHeaderSize-HeaderSize))
+			crash(t, w)
+			got, err := replayAll(t, options(dir, nil))
+			require.NoError(t, err)
+			assert.Len(t, got, 2, "x and the new record, nothing smuggled")
+			assert.NotContains(t, got, "smuggled")
+		})
+	}
 }
 
 // TestBytesCountRecordsNotRecycledFiles: a sealed segment's file is larger
@@ -153,18 +211,27 @@ func TestSealedSegmentThatStaysOpen(t *testing.T) {
 func TestBytesCountRecordsNotRecycledFiles(t *testing.T) {
 	dir := t.TempDir()
 	w := recycledWAL(t, dir, &faultFS{})
-	commit(t, w, record("y"))
+	commit(t, w, ys...)
 	_, err := w.Rotate()
 	require.NoError(t, err)
-	require.Greater(t, segmentSize(t, dir, 3), int64(SegmentHeaderSize+HeaderSize+200), "sealed, not cut")
+	require.Greater(t, segmentSize(t, dir, 3), int64(SegmentHeaderSize+3*(HeaderSize+200)), "sealed, not cut")
 	require.NoError(t, w.RemoveThrough(3))
 	assert.Zero(t, w.Bytes())
+	commit(t, w, ys...)
+	want := w.Bytes()
 	require.NoError(t, w.Close())
 
-	w, err = Open(options(dir, &faultFS{}), 5)
+	// A restart counts what replay found in the segments, not their files.
+	opts := options(dir, &faultFS{})
+	seqs, err := Segments(opts.FS, dir)
 	require.NoError(t, err)
-	require.NoError(t, w.RemoveThrough(4))
-	assert.Zero(t, w.Bytes(), "segments found at Open count what they take on disk, in and out")
+	opts.Counted, err = Replay(opts, seqs, func(uint64, int64, []byte) error { return nil })
+	require.NoError(t, err)
+	w, err = Open(opts, seqs[len(seqs)-1]+1)
+	require.NoError(t, err)
+	assert.Equal(t, want, w.Bytes())
+	require.NoError(t, w.RemoveThrough(seqs[len(seqs)-1]))
+	assert.Zero(t, w.Bytes(), "counted in and out alike")
 	require.NoError(t, w.Close())
 }
 

@@ -17,42 +17,47 @@ func ReadSegment(fsys FS, dir string, seq uint64, fn func(off int64, payload []b
 	if err != nil {
 		return fmt.Errorf("read wal segment: %w", err)
 	}
-	_, err = readRecords(path, seq, data, fn)
+	_, _, err = readRecords(path, seq, data, fn)
 	return err
 }
 
 // ReadSegmentData is ReadSegment on data already read: segment seq's
 // bytes, or a prefix of them.
 func ReadSegmentData(seq uint64, data []byte, fn func(off int64, payload []byte) error) error {
-	_, err := readRecords(SegmentName(seq), seq, data, fn)
+	_, _, err := readRecords(SegmentName(seq), seq, data, fn)
 	return err
 }
 
-// readRecords returns how far it read; on a bad frame, the error is a
-// *CorruptionError whose Err is not a payload error.
-func readRecords(path string, seq uint64, data []byte, fn func(off int64, payload []byte) error) (int64, error) {
-	off, seed, end := segmentFormat(data, seq)
+// readRecords returns where the records start and how far it read; on a
+// bad frame, the error is a *CorruptionError whose Err is not a payload
+// error.
+func readRecords(path string, seq uint64, data []byte, fn func(off int64, payload []byte) error) (start, stop int64, err error) {
+	off, seed, end, err := segmentFormat(data, seq)
+	if err != nil {
+		return 0, 0, &CorruptionError{Segment: path, Seq: seq, Size: int64(len(data)), Err: err}
+	}
+	start = int64(off)
 	for off < len(data) {
 		if end != nil && bytes.HasPrefix(data[off:], end) {
 			// Sealed: what follows is what the file held before.
-			return int64(off), nil
+			return start, int64(off), nil
 		}
 		payload, n, err := readRecord(data[off:], seed)
 		if err == nil {
 			err = fn(int64(off), payload)
 			if err != nil && !errors.Is(err, ErrCorrupt) {
-				return int64(off), fmt.Errorf("wal segment %s at offset %d: %w", path, off, err)
+				return start, int64(off), fmt.Errorf("wal segment %s at offset %d: %w", path, off, err)
 			}
 			if err != nil {
 				err = &payloadError{err}
 			}
 		}
 		if err != nil {
-			return int64(off), &CorruptionError{Segment: path, Seq: seq, Offset: int64(off), Size: int64(len(data)), Err: err}
+			return start, int64(off), &CorruptionError{Segment: path, Seq: seq, Offset: int64(off), Size: int64(len(data)), Err: err}
 		}
 		off += n
 	}
-	return int64(off), nil
+	return start, int64(off), nil
 }
 
 // payloadError is a record whose frame and checksum are right but whose
@@ -71,19 +76,25 @@ func (e *payloadError) Unwrap() error { return e.err }
 // (in an older segment, or a payload fn refuses) stops replay with a
 // *CorruptionError, unless opts.Repair is set: then the segment is
 // truncated at the record and what is dropped is logged.
-func Replay(opts Options, seqs []uint64, fn func(seq uint64, off int64, payload []byte) error) error {
+//
+// It returns the bytes of records each segment holds (what its file holds
+// before an end marker or a cut), which Open counts through
+// Options.Counted.
+func Replay(opts Options, seqs []uint64, fn func(seq uint64, off int64, payload []byte) error) (map[uint64]int64, error) {
 	log := opts.logger()
+	counted := make(map[uint64]int64, len(seqs))
 	for i, seq := range seqs {
 		path := filepath.Join(opts.Dir, SegmentName(seq))
 		data, err := opts.FS.ReadFile(path)
 		if err != nil {
-			return fmt.Errorf("read wal segment: %w", err)
+			return nil, fmt.Errorf("read wal segment: %w", err)
 		}
-		_, err = readRecords(path, seq, data, func(off int64, p []byte) error { return fn(seq, off, p) })
+		start, stop, err := readRecords(path, seq, data, func(off int64, p []byte) error { return fn(seq, off, p) })
+		counted[seq] = max(stop-start, 0)
 		var ce *CorruptionError
 		if !errors.As(err, &ce) {
 			if err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -97,13 +108,13 @@ func Replay(opts Options, seqs []uint64, fn func(seq uint64, off int64, payload 
 			log.Error("repairing the wal: truncating a corrupt segment, the records from the offset on are dropped",
 				"segment", path, "offset", ce.Offset, "dropped_bytes", ce.Size-ce.Offset, "error", ce.Err)
 		default:
-			return ce
+			return nil, ce
 		}
 		if err := truncate(opts.FS, path, ce.Offset); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return counted, nil
 }
 
 func truncate(fsys FS, path string, size int64) error {

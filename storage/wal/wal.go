@@ -4,10 +4,11 @@
 // (or recycled) once every consumer has them. It knows nothing of what a
 // record holds; the storage package encodes and versions the payloads.
 //
-// A segment (format version 2) is SegmentHeader, then a sequence of
+// A segment (format version 2) is a 16-byte header (SegmentMagic and a
+// random nonce drawn for each life of the file), then a sequence of
 // records, each framed as
 //
-//	uint32 payload length | uint32 CRC-32C of (segment seq, payload) | payload
+//	uint32 payload length | uint32 CRC-32C of (segment seq, nonce, payload) | payload
 //
 // Version 1 segments (no header, checksums of the payload alone) are still
 // read. Segments are named by a sequence number that only grows, and a
@@ -186,6 +187,10 @@ type Options struct {
 	// MaxRecycled is how many removed segments are kept for reuse as new
 	// ones; 0 is DefaultMaxRecycled, negative keeps none.
 	MaxRecycled int
+	// Counted is what Replay returned: the bytes of records of the
+	// segments Open finds. A segment missing from it counts its file's
+	// size.
+	Counted map[uint64]int64
 }
 
 func (o Options) logger() *slog.Logger {
@@ -228,10 +233,11 @@ func Segments(fsys FS, dir string) ([]uint64, error) {
 // come from one goroutine; Bytes and RemoveThrough may be called from any.
 type WAL struct {
 	opts    Options
-	first   uint64           // the first segment this WAL wrote: the oldest it may recycle
-	seq     uint64           // the open segment
-	seed    uint32           // seqSeed(seq)
-	marker  [HeaderSize]byte // endMarker(seed)
+	first   uint64                  // the first segment this WAL wrote: the oldest it may recycle
+	seq     uint64                  // the open segment
+	header  [SegmentHeaderSize]byte // of the open segment's life
+	seed    uint32                  // headerSeed(seq, header)
+	marker  [HeaderSize]byte        // endMarker(seed)
 	f       File
 	size    int64 // of the open segment, written records included
 	durable int64 // of the open segment, as of the last commit
@@ -280,10 +286,16 @@ func Open(opts Options, seq uint64) (*WAL, error) {
 		if !ok {
 			continue
 		}
-		if info, err := e.Info(); err == nil {
-			w.counted(s, info.Size())
-			w.bytes.Add(info.Size())
+		size, ok := opts.Counted[s]
+		if !ok {
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			size = info.Size()
 		}
+		w.counted(s, size)
+		w.bytes.Add(size)
 	}
 	if err := w.openSegment(seq); err != nil {
 		return nil, err
@@ -299,9 +311,10 @@ func (w *WAL) Seq() uint64 { return w.seq }
 
 // Bytes is the size of the records of every segment, as of the last
 // commit or removal: segment headers, end markers and what recycled files
-// hold behind them are not counted (segments found at Open count their
-// files' sizes). A removal subtracts a segment before its file goes, so
-// the count never lags behind the directory.
+// hold behind them are not counted (segments found at Open count what
+// Replay found in them, or their files' sizes). A removal subtracts a
+// segment before its file goes, so the count never lags behind the
+// directory. A segment takes at most twice its records on disk (seal).
 func (w *WAL) Bytes() int64 { return w.bytes.Load() }
 
 // Err returns the error that poisoned the WAL, or nil.
@@ -313,6 +326,10 @@ func (w *WAL) Err() error {
 }
 
 func (w *WAL) openSegment(seq uint64) error {
+	header, err := newHeader()
+	if err != nil {
+		return err
+	}
 	path := filepath.Join(w.opts.Dir, SegmentName(seq))
 	f, fileEnd, err := w.reuse(path)
 	if err != nil {
@@ -325,20 +342,35 @@ func (w *WAL) openSegment(seq uint64) error {
 	}
 	if err := w.opts.FS.SyncDir(w.opts.Dir); err != nil {
 		// Left behind, the file would block every later attempt at this
-		// sequence number (O_EXCL).
+		// sequence number (O_EXCL), and end the segments before it: the
+		// removal must be as durable as the rename or create may be.
 		f.Close()
-		_ = w.opts.FS.Remove(path)
+		rerr := w.opts.FS.Remove(path)
+		if rerr == nil {
+			rerr = w.opts.FS.SyncDir(w.opts.Dir)
+		}
+		if rerr != nil {
+			return &unsureLayout{fmt.Errorf("sync wal dir: %w; remove the new segment again: %w", err, rerr)}
+		}
 		return fmt.Errorf("sync wal dir: %w", err)
 	}
 	if of, ok := f.(*os.File); ok {
 		f = osFile{of}
 	}
-	w.seq, w.seed, w.f, w.durable, w.fileEnd = seq, seqSeed(seq), f, 0, fileEnd
+	w.seq, w.header, w.f, w.durable, w.fileEnd = seq, header, f, 0, fileEnd
+	w.seed = headerSeed(seq, header[:])
 	w.marker = endMarker(w.seed)
 	w.open.Store(seq)
 	w.restart()
 	return nil
 }
+
+// unsureLayout is a failed segment creation whose undoing may not be
+// durable: a crash could bring the new segment back behind the open one.
+type unsureLayout struct{ err error }
+
+func (e *unsureLayout) Error() string { return e.err.Error() }
+func (e *unsureLayout) Unwrap() error { return e.err }
 
 // restart drops the records not committed and starts the open segment
 // again from its durable size: a segment with nothing durable starts with
@@ -348,7 +380,7 @@ func (w *WAL) restart() {
 	w.pending, w.headers = w.pending[:0], w.headers[:0]
 	w.size = w.durable
 	if w.durable == 0 {
-		w.pending = append(w.pending, SegmentHeader[:])
+		w.pending = append(w.pending, w.header[:])
 		w.size = SegmentHeaderSize
 	}
 }
@@ -508,8 +540,17 @@ func (w *WAL) Rotate() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	prev, closed, size := w.f, w.seq, w.durable
+	prev, closed := w.f, w.seq
+	// Counted before the next segment opens: from then on RemoveThrough
+	// may take this one.
+	w.counted(closed, recordBytes(w.durable))
 	if err := w.openSegment(w.seq + 1); err != nil {
+		var unsure *unsureLayout
+		if errors.As(err, &unsure) {
+			// Nothing may be written over the end marker while the next
+			// segment may come back: it would end this one early.
+			return 0, w.poison(err)
+		}
 		if sealed {
 			// Still the open segment: the next commit writes over the
 			// end marker.
@@ -519,7 +560,6 @@ func (w *WAL) Rotate() (uint64, error) {
 		}
 		return 0, err
 	}
-	w.counted(closed, recordBytes(size))
 	if err := prev.Close(); err != nil {
 		w.opts.logger().Warn("close wal segment", "error", err)
 	}
@@ -528,11 +568,23 @@ func (w *WAL) Rotate() (uint64, error) {
 
 // seal ends a recycled segment whose file holds more than its records with
 // an end marker, durably, so that what the file held before is never read
-// as part of it. A segment in a new file ends where the file does. It
-// reports whether it wrote a marker; records not committed are dropped.
+// as part of it; where the file holds more old bytes than records, it cuts
+// them instead, so that a segment never takes more than twice its records
+// on disk. A segment in a new file ends where the file does. It reports
+// whether it wrote a marker; records not committed are dropped.
 func (w *WAL) seal() (bool, error) {
 	w.restart()
 	if w.fileEnd <= w.size {
+		return false, nil
+	}
+	if w.fileEnd-w.size > w.size {
+		if err := w.f.Truncate(w.durable); err != nil {
+			return false, fmt.Errorf("cut wal segment: %w", err)
+		}
+		if err := w.f.Sync(); err != nil {
+			return false, fmt.Errorf("sync cut wal segment: %w", err)
+		}
+		w.fileEnd = w.durable
 		return false, nil
 	}
 	if err := w.commit(w.marker[:]); err != nil {

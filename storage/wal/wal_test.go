@@ -88,7 +88,7 @@ func replayAll(t *testing.T, opts Options) ([]string, error) {
 	seqs, err := Segments(opts.FS, opts.Dir)
 	require.NoError(t, err)
 	var got []string
-	err = Replay(opts, seqs, func(_ uint64, _ int64, p []byte) error {
+	_, err = Replay(opts, seqs, func(_ uint64, _ int64, p []byte) error {
 		if bytes.HasPrefix(p, []byte("bad")) {
 			return fmt.Errorf("%w: payload version", ErrCorrupt)
 		}
@@ -224,7 +224,10 @@ func TestReplayCorruption(t *testing.T) {
 		{
 			name: "a payload its reader refuses, in the last segment",
 			corrupt: func(t *testing.T, dir string) {
-				appendTo(t, filepath.Join(dir, SegmentName(2)), FrameIn(2, []byte("bad version")))
+				path := filepath.Join(dir, SegmentName(2))
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				appendTo(t, path, FrameIn(2, data, []byte("bad version")))
 			},
 			seq: 2, offset: SegmentHeaderSize + 3*(HeaderSize+1),
 			want: []string{"a", "b", "c", "d", "e", "f"},
