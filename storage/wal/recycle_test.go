@@ -167,6 +167,45 @@ func TestSealedSegmentThatStaysOpen(t *testing.T) {
 	assert.Equal(t, append(append([]string{record("x")}, ys...), record("z")), got)
 }
 
+// TestNextSegmentThatMayComeBack: the next segment's creation fails at the
+// directory sync, so it is removed again. When that removal is durable the
+// sealed segment stays open and takes writes over its marker; when it may
+// not be, a crash could bring the next segment back behind it, so nothing
+// may be written over the marker: the WAL refuses writes.
+func TestNextSegmentThatMayComeBack(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		failSyncs int
+		poisoned  bool
+	}{
+		{"undone durably", 1, false},
+		{"undone, maybe not durably", 2, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := &faultFS{}
+			w := recycledWAL(t, dir, fsys)
+			commit(t, w, ys...)
+			fsys.failSyncDir = tt.failSyncs
+			_, err := w.Rotate()
+			require.ErrorIs(t, err, errInjected)
+			assert.NoFileExists(t, filepath.Join(dir, SegmentName(4)))
+			want := append([]string{record("x")}, ys...)
+			w.Write([]byte(record("z")))
+			if tt.poisoned {
+				assert.ErrorIs(t, w.Commit(), ErrPoisoned)
+			} else {
+				require.NoError(t, w.Commit())
+				want = append(want, record("z"))
+			}
+			crash(t, w)
+			got, err := replayAll(t, options(dir, nil))
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
 // TestSmuggledFrameIsNotReplayed: a client's payload can hold bytes that
 // frame a record. Written into a file that is later reused, and lined up
 // right behind the new records by a crash, such a frame must not replay:

@@ -28,10 +28,11 @@ var errInjected = waltest.ErrInjected
 // faultFS is the real file system with faults injected into segment files.
 type faultFS struct {
 	waltest.Faults
-	onRemove   func(name string)
-	onSyncDir  func(name string)
-	noRename   bool // a file system without renameat2 RENAME_NOREPLACE
-	failCreate bool // creating a file fails
+	onRemove    func(name string)
+	onSyncDir   func(name string)
+	noRename    bool // a file system without renameat2 RENAME_NOREPLACE
+	failCreate  bool // creating a file fails
+	failSyncDir int  // this many directory syncs fail next
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
@@ -68,6 +69,10 @@ func (f *faultFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(nam
 func (f *faultFS) SyncDir(name string) error {
 	if f.onSyncDir != nil {
 		f.onSyncDir(name)
+	}
+	if f.failSyncDir > 0 {
+		f.failSyncDir--
+		return errInjected
 	}
 	d, err := os.Open(name)
 	if err != nil {
