@@ -85,18 +85,21 @@ func (s *Store) WALStats() (segments int, bytes int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("list wal: %w", err)
 	}
+	w := s.wal.WAL
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), segmentExt) {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed since the listing
-		}
 		segments++
-		bytes += info.Size()
+		if w != nil {
+			continue
+		}
+		// Before the WAL opens, the files are all there is to count.
+		if info, err := e.Info(); err == nil {
+			bytes += info.Size()
+		}
 	}
-	if w := s.wal.WAL; w != nil {
+	if w != nil {
 		bytes = w.Bytes()
 	}
 	return segments, bytes, nil

@@ -18,7 +18,8 @@
 // segment), durably. Only the tail of the last segment can therefore hold
 // bytes that are not a committed record: a torn write, or records of the
 // file's previous life when it is a recycled one, which fail their
-// checksum because it binds each record to its segment's sequence number.
+// checksum because it binds each record to its segment's sequence number
+// and to the nonce drawn for that life of the file.
 // Replay cuts that tail. A bad record anywhere else (before an end marker)
 // is corruption, reported as a *CorruptionError naming segment and offset.
 //
