@@ -155,7 +155,10 @@ func TestMetricsPerDatabaseAndTable(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, func(o *storage.Options) { o.MaxBufferBytes = tt.maxBuffer })
+			f := newFixture(t, func(o *storage.Options) {
+				o.MaxBufferBytes = tt.maxBuffer
+				o.BufferWait = -1 // refused at once: the flush it starts would make room
+			})
 			for i, st := range tt.streams {
 				var recs []arrow.RecordBatch
 				for j, n := range st.rows {

@@ -194,7 +194,9 @@ func TestMsgpackWriteNeedsToken(t *testing.T) {
 
 func TestMsgpackBackpressureIsRetryable(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 8 << 10})
+	// BufferWait < 0 (-buffer-wait 0): a full buffer refuses at once
+	// instead of waiting for the flush it starts.
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 8 << 10, BufferWait: -1})
 	require.NoError(t, err)
 	defer store.Close()
 	srv := httptest.NewServer(&MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
@@ -213,6 +215,25 @@ func TestMsgpackBackpressureIsRetryable(t *testing.T) {
 		return
 	}
 	t.Fatal("fifty requests never filled an 8 KiB buffer")
+}
+
+// TestMsgpackFullBufferWaitsForAFlush: with the default -buffer-wait the
+// same fifty requests are all stored: each that finds the buffer full
+// waits for the flush it starts instead of sending its client away.
+func TestMsgpackFullBufferWaitsForAFlush(t *testing.T) {
+	dir := t.TempDir()
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 8 << 10})
+	require.NoError(t, err)
+	srv := httptest.NewServer(&MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator})
+	defer srv.Close()
+	for i := range 50 {
+		resp, err := http.Post(srv.URL, "application/msgpack", bytes.NewReader(payload(t, cpu(10))))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode, "request %d", i)
+	}
+	f := &msgpackFixture{dir: dir, store: store}
+	assert.Equal(t, map[string]int64{"default/cpu": 500}, f.rows(t))
 }
 
 // TestMsgpackLargerThanTheBufferIsRefusedForGood: a request that can never

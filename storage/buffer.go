@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"sync"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -65,4 +67,34 @@ func (g *generation) release() {
 		}
 	}
 	g.parts = nil
+}
+
+// roomSignal wakes the writers that found the buffer full once a flush has
+// released a generation (or the store is closing), so they try again at
+// once instead of being refused and coming back after a client's backoff:
+// a refusal idles a closed-loop client for its whole Retry-After, and at
+// 16 or more concurrent writers those idle seconds cost a third of the
+// rate (docs/PERFORMANCE.md).
+type roomSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// next returns a channel closed at the next broadcast.
+func (r *roomSignal) next() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ch == nil {
+		r.ch = make(chan struct{})
+	}
+	return r.ch
+}
+
+func (r *roomSignal) broadcast() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ch != nil {
+		close(r.ch)
+		r.ch = nil
+	}
 }

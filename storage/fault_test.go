@@ -386,7 +386,7 @@ func TestConcurrentRequestsCannotOvershootTheBuffer(t *testing.T) {
 	fsys := &walFaults{}
 	fsys.HoldSync = make(chan struct{})
 	s, err := Open(Options{DataDir: t.TempDir(), Logger: quiet, FS: fsys, FlushInterval: time.Hour,
-		MaxBufferBytes: int64(len(payloads[0])) * 5 / 2})
+		MaxBufferBytes: int64(len(payloads[0])) * 5 / 2, BufferWait: 100 * time.Millisecond}) // no flush can make room: refused after the wait
 	require.NoError(t, err)
 
 	errs := make(chan error, clients)
@@ -399,7 +399,7 @@ func TestConcurrentRequestsCannotOvershootTheBuffer(t *testing.T) {
 	for refused < clients-2 {
 		select {
 		case err := <-errs:
-			require.ErrorIs(t, err, ErrBackpressure, "only requests over the ceiling return while the fsync is held")
+			require.ErrorIs(t, err, ErrBackpressure, "only requests over the ceiling return (after the wait) while the fsync is held")
 			refused++
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%d requests went past a ceiling that holds 2 (%d refused)", clients-refused, refused)

@@ -53,6 +53,9 @@ func (s *Store) finish(gen *generation, in *flushIntent) error {
 		return err
 	}
 	s.buffered.Add(-gen.bytes)
+	if gen.bytes > 0 {
+		s.room.broadcast()
+	}
 	if gen.rows > 0 {
 		s.log.Info("flushed", "rows", gen.rows, "files", len(in.Files), "wal_segment", in.LastSeq)
 	}

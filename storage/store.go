@@ -31,10 +31,15 @@ type Options struct {
 	// FlushBytes starts a flush early once this much is buffered.
 	FlushBytes int64
 	// MaxBufferBytes is the ceiling of buffered data (the generation being
-	// filled plus the one being flushed); past it Append answers
-	// ErrBackpressure instead of growing.
+	// filled plus the one being flushed); past it Append waits up to
+	// BufferWait for a flush to make room, then answers ErrBackpressure
+	// instead of growing.
 	MaxBufferBytes int64
-	RowGroupRows   int64
+	// BufferWait is how long a write that finds the buffer full waits for
+	// a flush to make room before it is refused; 0 is DefaultBufferWait,
+	// a negative value refuses at once.
+	BufferWait   time.Duration
+	RowGroupRows int64
 	// DedupWindow is how long batch IDs are remembered to drop retried
 	// copies of batches already stored, counted in the sidecar's running
 	// time (down time does not age them).
@@ -85,9 +90,14 @@ const (
 	DefaultFlushInterval  = 10 * time.Second
 	DefaultFlushBytes     = 32 << 20
 	DefaultMaxBufferBytes = 128 << 20
-	DefaultMaxWALBytes    = 4 << 30
-	defaultSinkDrain      = 10 * time.Second
-	maxGroup              = 256
+	// DefaultBufferWait covers a few flushes of a full generation (0.25-0.5
+	// s each at a million rows a second on 2 cores) and stays far below
+	// clients' timeouts (the exporter's is 30 s), so a write past the
+	// ceiling is refused only when the flush does not free room at all.
+	DefaultBufferWait  = 2 * time.Second
+	DefaultMaxWALBytes = 4 << 30
+	defaultSinkDrain   = 10 * time.Second
+	maxGroup           = 256
 	// maxBatchHeader bounds what a batch adds to its record besides its
 	// IPC stream (names of at most 64 bytes, ID, lengths).
 	maxBatchHeader = 256
@@ -127,8 +137,12 @@ type Store struct {
 	// yet answered: concurrent requests see each other's before they are
 	// in a generation, so together they cannot overshoot the ceiling.
 	admitted atomic.Int64
-	closing  atomic.Bool
-	closeMu  sync.RWMutex // Append holds it shared so Close can wait them out
+	// room wakes writers waiting for buffer room (AppendAll); waited sums
+	// their waits in nanoseconds.
+	room    roomSignal
+	waited  atomic.Int64
+	closing atomic.Bool
+	closeMu sync.RWMutex // Append holds it shared so Close can wait them out
 
 	flushMu  sync.Mutex
 	pending  *pendingFlush // a failed flush, retried before the next one
@@ -240,6 +254,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxBufferBytes <= 0 {
 		o.MaxBufferBytes = DefaultMaxBufferBytes
+	}
+	if o.BufferWait == 0 {
+		o.BufferWait = DefaultBufferWait
 	}
 	if o.DedupWindow <= 0 {
 		o.DedupWindow = DefaultDedupWindow
@@ -444,13 +461,9 @@ type Batch struct {
 
 // AppendAll makes several batches durable together: they share one WAL
 // commit, so either all are stored or none is (a request that spans
-// tables is never half kept).
+// tables is never half kept). A request that finds the buffer full waits
+// for a flush to make room (Options.BufferWait).
 func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closing.Load() {
-		return ErrClosed
-	}
 	var size int64
 	for _, b := range batches {
 		size += int64(len(b.IPC))
@@ -459,19 +472,69 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		// Replay would take a longer record for a corrupt length.
 		return fmt.Errorf("request of %d bytes is larger than one wal record (%d)", size, wal.MaxRecordSize)
 	}
+	var giveUp <-chan time.Time
+	var since time.Time
+	defer func() {
+		if !since.IsZero() {
+			s.waited.Add(int64(time.Since(since)))
+		}
+	}()
+	for {
+		// Taken before the check: a flush that frees room after it wakes
+		// this request even if it ends before the wait begins.
+		room := s.room.next()
+		full, err := s.appendAll(ctx, batches, size)
+		if !full {
+			return err
+		}
+		if s.opts.BufferWait < 0 || size > s.opts.MaxBufferBytes {
+			// Refused at once: as configured, or because no flush can make
+			// room for it (CheckFits tells callers it never fits).
+			return ErrBackpressure
+		}
+		if giveUp == nil {
+			since = time.Now()
+			t := time.NewTimer(s.opts.BufferWait)
+			defer t.Stop()
+			giveUp = t.C
+		}
+		select {
+		case <-room:
+		case <-giveUp:
+			return fmt.Errorf("%w (waited %s for a flush to make room)", ErrBackpressure, s.opts.BufferWait)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// appendAll is one attempt of AppendAll; full reports that the buffer had
+// no room for size more bytes (nothing was stored). It waits without
+// holding closeMu, so Close does not wait for a flush that may never come.
+func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (full bool, _ error) {
+	if s.closing.Load() {
+		// Before RLock: a Close waiting for the lock blocks new readers
+		// until the requests in flight are answered.
+		return false, ErrClosed
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closing.Load() {
+		return false, ErrClosed
+	}
 	if s.admitted.Add(size)+s.buffered.Load() > s.opts.MaxBufferBytes {
 		s.admitted.Add(-size)
 		s.requestFlush()
-		return ErrBackpressure
+		return true, nil
 	}
 	// Once answered, committed rows are in buffered (addToGen runs before
 	// the answer), so for a moment they count twice: on the safe side.
 	defer s.admitted.Add(-size)
 	if err := s.wal.Err(); err != nil {
-		return err
+		return false, err
 	}
 	if wal := s.wal.Bytes(); wal+size > s.opts.MaxWALBytes {
-		return fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
+		return false, fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
 	}
 	reqs := make([]*appendReq, 0, len(batches))
 	for i := range batches {
@@ -485,7 +548,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		reqs = append(reqs, &appendReq{id: b.ID, batch: b, database: b.Database, table: b.Table, ipc: b.IPC, rec: b.Rec, done: make(chan error, 1)})
 	}
 	if len(reqs) == 0 {
-		return nil
+		return false, nil
 	}
 	// The first batch carries the others into the committer's group.
 	reqs[0].request = reqs
@@ -495,7 +558,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		for _, r := range reqs {
 			r.rec.Release()
 		}
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	// Once queued, the outcome must be waited for: the caller may only
 	// forget a batch that is known not to be acknowledged.
@@ -506,7 +569,7 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		}
 		r.batch.Deduplicated = r.dup // written before done was sent
 	}
-	return err
+	return false, err
 }
 
 func (s *Store) requestFlush() {
@@ -745,7 +808,8 @@ func (s *Store) flushPending(p *pendingFlush, files *[]FlushedFile) error {
 // releases the store.
 func (s *Store) Close() error {
 	s.closing.Store(true)
-	s.closeMu.Lock() // waits for in-flight Appends
+	s.room.broadcast() // writers waiting for room learn that none will come
+	s.closeMu.Lock()   // waits for in-flight Appends
 	s.closeMu.Unlock()
 	err := s.Flush()
 	s.drainSinks()
@@ -769,6 +833,9 @@ func (s *Store) Close() error {
 
 // Buffered returns the bytes of acknowledged batches not yet in Parquet.
 func (s *Store) Buffered() int64 { return s.buffered.Load() }
+
+// BufferWaited returns how long writes have waited in all for buffer room.
+func (s *Store) BufferWaited() time.Duration { return time.Duration(s.waited.Load()) }
 
 // Ready reports whether the store accepts batches.
 func (s *Store) Ready() bool { return !s.closing.Load() }

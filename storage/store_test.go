@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -255,6 +256,132 @@ func TestBackpressureWhenBufferIsFull(t *testing.T) {
 	defer rec.Release()
 	tbl, _ := LookupTable(schema.TableLogs)
 	assert.ErrorIs(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec), ErrBackpressure)
+}
+
+// TestFullBufferWaitsForAFlush writes ten batches one after the other into
+// a buffer that holds two and a flush that runs only when asked: each
+// write that finds the buffer full starts a flush and waits for the room
+// it makes, so all ten are stored; refusing at once (-buffer-wait 0)
+// refuses some of them.
+func TestFullBufferWaitsForAFlush(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		wait    time.Duration
+		refused bool
+	}{
+		{name: "waits for the room a flush makes", wait: 0 /* DefaultBufferWait */},
+		{name: "refuses at once when told to", wait: -1, refused: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tbl := logsTable(t)
+			var recs []arrow.RecordBatch
+			var payloads [][]byte
+			for i := range 10 {
+				rec, payload := storagetest.LogBatch(t, fmt.Sprintf("m%d", i), t0)
+				defer rec.Release()
+				recs, payloads = append(recs, rec), append(payloads, payload)
+			}
+			s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour,
+				MaxBufferBytes: int64(len(payloads[0])) * 5 / 2, BufferWait: tt.wait})
+			require.NoError(t, err)
+			var stored []string
+			refused := 0
+			for i := range recs {
+				err := s.Append(context.Background(), NewBatchID("default", tbl.Name, payloads[i]), "default", tbl, payloads[i], recs[i])
+				if errors.Is(err, ErrBackpressure) {
+					refused++
+					continue
+				}
+				require.NoError(t, err)
+				stored = append(stored, fmt.Sprintf("m%d-0", i)) // LogBatch names rows <message>-<row>
+			}
+			waited := s.BufferWaited()
+			require.NoError(t, s.Close())
+			if tt.refused {
+				assert.Positive(t, refused)
+				assert.Zero(t, waited)
+			} else {
+				assert.Zero(t, refused)
+				assert.Positive(t, waited, "the writes that found the buffer full waited")
+			}
+			var found []string
+			for _, msgs := range messages(t, dir) {
+				found = append(found, msgs...)
+			}
+			assert.ElementsMatch(t, stored, found, "every acknowledged batch is in Parquet once")
+		})
+	}
+}
+
+// TestWaitForRoomEnds holds the WAL's fsync, so the buffer's only request
+// never commits and no flush can make room: a second request waits, and
+// its wait ends with a refusal after BufferWait, when its client goes away,
+// or at once when the store closes.
+func TestWaitForRoomEnds(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		wait time.Duration
+		// end ends the wait (nil: the timer does); it returns Close's
+		// outcome when it closes the store.
+		end  func(cancel context.CancelFunc, s *Store) <-chan error
+		want error
+	}{
+		{name: "refused after the wait", wait: 200 * time.Millisecond, want: ErrBackpressure},
+		{name: "the client goes away", wait: time.Minute, want: context.Canceled,
+			end: func(cancel context.CancelFunc, _ *Store) <-chan error { cancel(); return nil }},
+		{name: "the store closes", wait: time.Minute, want: ErrClosed,
+			end: func(_ context.CancelFunc, s *Store) <-chan error {
+				closed := make(chan error, 1)
+				go func() { closed <- s.Close() }()
+				return closed
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl := logsTable(t)
+			first, firstPayload := storagetest.LogBatch(t, "first", t0)
+			defer first.Release()
+			second, secondPayload := storagetest.LogBatch(t, "second", t0)
+			defer second.Release()
+			fsys := &walFaults{}
+			fsys.HoldSync = make(chan struct{})
+			s, err := Open(Options{DataDir: t.TempDir(), Logger: quiet, FS: fsys, FlushInterval: time.Hour,
+				MaxBufferBytes: int64(len(firstPayload)) * 3 / 2, BufferWait: tt.wait})
+			require.NoError(t, err)
+			firstDone := make(chan error, 1)
+			go func() {
+				firstDone <- s.Append(context.Background(), NewBatchID("default", tbl.Name, firstPayload), "default", tbl, firstPayload, first)
+			}()
+			require.Eventually(t, func() bool { return s.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			start := time.Now()
+			secondDone := make(chan error, 1)
+			go func() {
+				secondDone <- s.Append(ctx, NewBatchID("default", tbl.Name, secondPayload), "default", tbl, secondPayload, second)
+			}()
+			var closed <-chan error
+			if tt.end != nil {
+				time.Sleep(50 * time.Millisecond) // let it wait
+				closed = tt.end(cancel, s)
+			}
+			select {
+			case err := <-secondDone:
+				assert.ErrorIs(t, err, tt.want)
+				assert.GreaterOrEqual(t, time.Since(start), min(tt.wait, 50*time.Millisecond), "it waited")
+			case <-time.After(30 * time.Second):
+				t.Fatal("the wait did not end")
+			}
+			close(fsys.HoldSync)
+			assert.NoError(t, <-firstDone)
+			if closed == nil {
+				assert.NoError(t, s.Close())
+			} else {
+				assert.NoError(t, <-closed)
+			}
+		})
+	}
 }
 
 func TestCheckName(t *testing.T) {

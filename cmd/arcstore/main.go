@@ -37,6 +37,7 @@ type config struct {
 	flushInterval  time.Duration
 	compression    string
 	maxBufferBytes int64
+	bufferWait     time.Duration
 	flushBytes     int64
 	logFormat      string
 	logLevel       string
@@ -90,7 +91,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
 	sizeVar(fs, &c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this `size` is buffered (bytes, or with a unit: KiB, MiB, GiB, KB, MB, GB)")
-	sizeVar(fs, &c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered `size` past which writes are refused with RESOURCE_EXHAUSTED")
+	sizeVar(fs, &c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered `size` past which writes wait (-buffer-wait) for a flush to make room, then are refused with RESOURCE_EXHAUSTED (429)")
+	fs.DurationVar(&c.bufferWait, "buffer-wait", storage.DefaultBufferWait, "how long a write that finds the buffer full waits for a flush to make room before it is refused; 0 refuses at once")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for the batches being stored (every stream ends after its current batch) before closing the streams")
@@ -137,6 +139,9 @@ func parseFlags(args []string) (config, error) {
 	if c.dedupWindow <= 0 {
 		return c, errors.New("-dedup-window must be positive: without it every retried batch is stored twice")
 	}
+	if c.bufferWait < 0 {
+		return c, errors.New("-buffer-wait must not be negative (0 refuses at once)")
+	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("-tls-cert-file and -tls-key-file go together")
 	}
@@ -150,6 +155,15 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// bufferWait is the store's BufferWait for -buffer-wait: the flag's 0
+// (refuse at once) is the store's negative value, its 0 being the default.
+func bufferWait(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func newLogger(c config) (*slog.Logger, error) {
@@ -240,6 +254,7 @@ func run(c config, log *slog.Logger) error {
 		FlushInterval:   c.flushInterval,
 		FlushBytes:      c.flushBytes,
 		MaxBufferBytes:  c.maxBufferBytes,
+		BufferWait:      bufferWait(c.bufferWait),
 		CompactInterval: c.compactEvery,
 		CompactMinAge:   c.compactMinAge,
 		CompactSort:     c.compactSort,
