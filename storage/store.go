@@ -137,9 +137,10 @@ type Store struct {
 	// yet answered: concurrent requests see each other's before they are
 	// in a generation, so together they cannot overshoot the ceiling.
 	admitted atomic.Int64
-	// room wakes writers waiting for buffer room (AppendAll); waited sums
-	// their waits in nanoseconds.
+	// room wakes writers waiting for buffer room (AppendAll); waiting
+	// counts them, waited sums their waits in nanoseconds.
 	room    roomSignal
+	waiting atomic.Int32
 	waited  atomic.Int64
 	closing atomic.Bool
 	closeMu sync.RWMutex // Append holds it shared so Close can wait them out
@@ -472,13 +473,12 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		// Replay would take a longer record for a corrupt length.
 		return fmt.Errorf("request of %d bytes is larger than one wal record (%d)", size, wal.MaxRecordSize)
 	}
+	if size > s.opts.MaxBufferBytes {
+		// No flush can make room for it (CheckFits tells callers it never
+		// fits).
+		return ErrBackpressure
+	}
 	var giveUp <-chan time.Time
-	var since time.Time
-	defer func() {
-		if !since.IsZero() {
-			s.waited.Add(int64(time.Since(since)))
-		}
-	}()
 	for {
 		// Taken before the check: a flush that frees room after it wakes
 		// this request even if it ends before the wait begins.
@@ -487,24 +487,36 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		if !full {
 			return err
 		}
-		if s.opts.BufferWait < 0 || size > s.opts.MaxBufferBytes {
-			// Refused at once: as configured, or because no flush can make
-			// room for it (CheckFits tells callers it never fits).
+		if s.opts.BufferWait < 0 {
 			return ErrBackpressure
 		}
 		if giveUp == nil {
-			since = time.Now()
 			t := time.NewTimer(s.opts.BufferWait)
 			defer t.Stop()
 			giveUp = t.C
 		}
-		select {
-		case <-room:
-		case <-giveUp:
-			return fmt.Errorf("%w (waited %s for a flush to make room)", ErrBackpressure, s.opts.BufferWait)
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := s.waitForRoom(ctx, room, giveUp); err != nil {
+			return err
 		}
+	}
+}
+
+// waitForRoom waits for room, the end of the request's BufferWait or its
+// client; waiting and waited let the committer and /metrics see it.
+func (s *Store) waitForRoom(ctx context.Context, room <-chan struct{}, giveUp <-chan time.Time) error {
+	s.waiting.Add(1)
+	start := time.Now()
+	defer func() {
+		s.waited.Add(int64(time.Since(start)))
+		s.waiting.Add(-1)
+	}()
+	select {
+	case <-room:
+		return nil
+	case <-giveUp:
+		return fmt.Errorf("%w (waited %s for a flush to make room)", ErrBackpressure, s.opts.BufferWait)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -529,7 +541,15 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 	}
 	// Once answered, committed rows are in buffered (addToGen runs before
 	// the answer), so for a moment they count twice: on the safe side.
-	defer s.admitted.Add(-size)
+	added := false
+	defer func() {
+		s.admitted.Add(-size)
+		if !added && s.waiting.Load() > 0 {
+			// Refused, failed or all duplicates: the room it held is free
+			// again, and no flush will say so.
+			s.room.broadcast()
+		}
+	}()
 	if err := s.wal.Err(); err != nil {
 		return false, err
 	}
@@ -568,7 +588,9 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 			err = rerr
 		}
 		r.batch.Deduplicated = r.dup // written before done was sent
+		added = added || !r.dup
 	}
+	added = added && err == nil
 	return false, err
 }
 
@@ -676,7 +698,10 @@ func (s *Store) commitGroup() {
 		s.log.Error("wal commit failed; batches were not acknowledged", "requests", len(s.group), "error", err)
 	}
 	clear(s.group)
-	if s.gen.bytes >= s.opts.FlushBytes {
+	// Writers waiting for room need a flush of what is here now: the one
+	// they asked for may have found nothing to flush, their room held by
+	// requests not yet committed then.
+	if s.gen.bytes >= s.opts.FlushBytes || (s.gen.bytes > 0 && s.waiting.Load() > 0) {
 		s.requestFlush()
 	}
 }

@@ -361,15 +361,18 @@ func TestWaitForRoomEnds(t *testing.T) {
 			go func() {
 				secondDone <- s.Append(ctx, NewBatchID("default", tbl.Name, secondPayload), "default", tbl, secondPayload, second)
 			}()
+			require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
 			var closed <-chan error
 			if tt.end != nil {
-				time.Sleep(50 * time.Millisecond) // let it wait
 				closed = tt.end(cancel, s)
 			}
 			select {
 			case err := <-secondDone:
 				assert.ErrorIs(t, err, tt.want)
-				assert.GreaterOrEqual(t, time.Since(start), min(tt.wait, 50*time.Millisecond), "it waited")
+				if tt.end == nil {
+					assert.GreaterOrEqual(t, time.Since(start), tt.wait, "it waited its whole BufferWait")
+				}
+				assert.Positive(t, s.BufferWaited())
 			case <-time.After(30 * time.Second):
 				t.Fatal("the wait did not end")
 			}

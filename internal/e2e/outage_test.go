@@ -72,9 +72,13 @@ func TestBackpressure(t *testing.T) {
 		check func(t *testing.T, sc *sidecar)
 	}{
 		{
-			name: "writes wait for the flush",
+			// A wait longer than the default so that only a flush stalled
+			// for 10 s, not a slow machine, could refuse a write.
+			name:  "writes wait for the flush",
+			extra: []string{"-buffer-wait", "10s"},
 			check: func(t *testing.T, sc *sidecar) {
 				assert.Positive(t, sidecarMetric(t, sc, "arcstore_buffer_wait_seconds_total"), "writes waited for room")
+				assert.Zero(t, sidecarMetric(t, sc, "arcstore_backpressure_total"), "and none was refused")
 			},
 		},
 		{
