@@ -387,6 +387,45 @@ func TestWaitForRoomEnds(t *testing.T) {
 	}
 }
 
+// TestRoomGivenBackWakesWaiters: the buffer's only request fails its
+// commit, so its room comes back without a flush; the request waiting for
+// that room must get in at once, not sit out its BufferWait (a minute).
+func TestRoomGivenBackWakesWaiters(t *testing.T) {
+	tbl := logsTable(t)
+	first, firstPayload := storagetest.LogBatch(t, "first", t0)
+	defer first.Release()
+	second, secondPayload := storagetest.LogBatch(t, "second", t0)
+	defer second.Release()
+	fsys := &walFaults{}
+	fsys.HoldSync = make(chan struct{})
+	fsys.FailSync.Store(true)
+	dir := t.TempDir()
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FS: fsys, FlushInterval: time.Hour,
+		MaxBufferBytes: int64(len(firstPayload)) * 3 / 2, BufferWait: time.Minute})
+	require.NoError(t, err)
+	firstDone := make(chan error, 1)
+	go func() {
+		firstDone <- s.Append(context.Background(), NewBatchID("default", tbl.Name, firstPayload), "default", tbl, firstPayload, first)
+	}()
+	require.Eventually(t, func() bool { return s.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
+	secondDone := make(chan error, 1)
+	go func() {
+		secondDone <- s.Append(context.Background(), NewBatchID("default", tbl.Name, secondPayload), "default", tbl, secondPayload, second)
+	}()
+	require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
+
+	close(fsys.HoldSync) // the first commit's fsync fails: its room is free again
+	require.ErrorIs(t, <-firstDone, waltest.ErrInjected)
+	select {
+	case err := <-secondDone:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiting request was not woken when the room came back")
+	}
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"second-0"}}, messages(t, dir))
+}
+
 func TestCheckName(t *testing.T) {
 	for _, tt := range []struct {
 		name string
