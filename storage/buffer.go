@@ -70,8 +70,9 @@ func (g *generation) release() {
 }
 
 // roomSignal wakes the writers that found the buffer full once a flush has
-// released a generation (or the store is closing), so they try again at
-// once instead of being refused and coming back after a client's backoff:
+// released a generation, a request has given back room it did not fill,
+// or the store is closing, so they try again at once instead of being
+// refused and coming back after a client's backoff:
 // a refusal idles a closed-loop client for its whole Retry-After, and at
 // 16 or more concurrent writers those idle seconds cost a third of the
 // rate (docs/PERFORMANCE.md).
