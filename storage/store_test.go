@@ -338,30 +338,12 @@ func TestWaitForRoomEnds(t *testing.T) {
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tbl := logsTable(t)
-			first, firstPayload := storagetest.LogBatch(t, "first", t0)
-			defer first.Release()
-			second, secondPayload := storagetest.LogBatch(t, "second", t0)
-			defer second.Release()
 			fsys := &walFaults{}
 			fsys.HoldSync = make(chan struct{})
-			s, err := Open(Options{DataDir: t.TempDir(), Logger: quiet, FS: fsys, FlushInterval: time.Hour,
-				MaxBufferBytes: int64(len(firstPayload)) * 3 / 2, BufferWait: tt.wait})
-			require.NoError(t, err)
-			firstDone := make(chan error, 1)
-			go func() {
-				firstDone <- s.Append(context.Background(), NewBatchID("default", tbl.Name, firstPayload), "default", tbl, firstPayload, first)
-			}()
-			require.Eventually(t, func() bool { return s.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
-
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			start := time.Now()
-			secondDone := make(chan error, 1)
-			go func() {
-				secondDone <- s.Append(ctx, NewBatchID("default", tbl.Name, secondPayload), "default", tbl, secondPayload, second)
-			}()
-			require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
+			s, firstDone, secondDone := waitBehindHeldCommit(ctx, t, fsys, t.TempDir(), tt.wait)
 			var closed <-chan error
 			if tt.end != nil {
 				closed = tt.end(cancel, s)
@@ -387,32 +369,41 @@ func TestWaitForRoomEnds(t *testing.T) {
 	}
 }
 
+// waitBehindHeldCommit opens a store in dir whose buffer holds one
+// request, appends a first one whose commit waits for fsys.HoldSync, then
+// a second (with ctx) that finds no room: it returns once that one waits,
+// with the channels the two answers arrive on.
+func waitBehindHeldCommit(ctx context.Context, t *testing.T, fsys *walFaults, dir string, wait time.Duration) (s *Store, firstDone, secondDone <-chan error) {
+	t.Helper()
+	tbl := logsTable(t)
+	first, firstPayload := storagetest.LogBatch(t, "first", t0)
+	t.Cleanup(first.Release)
+	second, secondPayload := storagetest.LogBatch(t, "second", t0)
+	t.Cleanup(second.Release)
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FS: fsys, FlushInterval: time.Hour,
+		MaxBufferBytes: int64(len(firstPayload)) * 3 / 2, BufferWait: wait})
+	require.NoError(t, err)
+	appendAsync := func(ctx context.Context, rec arrow.RecordBatch, payload []byte) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.Append(ctx, NewBatchID("default", tbl.Name, payload), "default", tbl, payload, rec) }()
+		return done
+	}
+	firstDone = appendAsync(context.Background(), first, firstPayload)
+	require.Eventually(t, func() bool { return s.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
+	secondDone = appendAsync(ctx, second, secondPayload)
+	require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
+	return s, firstDone, secondDone
+}
+
 // TestRoomGivenBackWakesWaiters: the buffer's only request fails its
 // commit, so its room comes back without a flush; the request waiting for
 // that room must get in at once, not sit out its BufferWait (a minute).
 func TestRoomGivenBackWakesWaiters(t *testing.T) {
-	tbl := logsTable(t)
-	first, firstPayload := storagetest.LogBatch(t, "first", t0)
-	defer first.Release()
-	second, secondPayload := storagetest.LogBatch(t, "second", t0)
-	defer second.Release()
 	fsys := &walFaults{}
 	fsys.HoldSync = make(chan struct{})
 	fsys.FailSync.Store(true)
 	dir := t.TempDir()
-	s, err := Open(Options{DataDir: dir, Logger: quiet, FS: fsys, FlushInterval: time.Hour,
-		MaxBufferBytes: int64(len(firstPayload)) * 3 / 2, BufferWait: time.Minute})
-	require.NoError(t, err)
-	firstDone := make(chan error, 1)
-	go func() {
-		firstDone <- s.Append(context.Background(), NewBatchID("default", tbl.Name, firstPayload), "default", tbl, firstPayload, first)
-	}()
-	require.Eventually(t, func() bool { return s.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
-	secondDone := make(chan error, 1)
-	go func() {
-		secondDone <- s.Append(context.Background(), NewBatchID("default", tbl.Name, secondPayload), "default", tbl, secondPayload, second)
-	}()
-	require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
+	s, firstDone, secondDone := waitBehindHeldCommit(context.Background(), t, fsys, dir, time.Minute)
 
 	close(fsys.HoldSync) // the first commit's fsync fails: its room is free again
 	require.ErrorIs(t, <-firstDone, waltest.ErrInjected)
