@@ -56,6 +56,10 @@ func (b *Budget) Limit() int64 { return b.limit }
 // the request besides its columns; ErrTooLarge past the limit.
 func (b *Budget) Charge(n int64) error { return b.take(n) }
 
+// Release gives back n bytes charged with Charge, once the caller no
+// longer holds them.
+func (b *Budget) Release(n int64) { b.used = max(b.used-n, 0) }
+
 func (b *Budget) take(n int64) error {
 	if n > b.limit-b.used {
 		return fmt.Errorf("%w: its decoded columns take more than %d bytes of memory", ErrTooLarge, b.limit)

@@ -1,7 +1,6 @@
 package arcmsgpack
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -68,14 +67,19 @@ func Decode(body []byte) ([]Measurement, error) {
 // of its columns to b; past the budget it stops with ErrTooLarge. Columnar
 // objects become one Measurement each, in payload order; row-format
 // records are gathered per measurement name after them.
+// The columns copy what they hold: body may be reused once it returns.
 func DecodeWithin(body []byte, b *Budget) ([]Measurement, error) {
-	return DecodeReader(bytes.NewReader(body), b)
+	return decode(newBytesSource(body, b), b)
 }
 
 // DecodeReader is DecodeWithin reading the payload from r as it goes: a
 // decompressing reader, so that the decompressed body is never held whole.
 func DecodeReader(r io.Reader, b *Budget) ([]Measurement, error) {
-	d := &decoder{dec: newSource(r, b), budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
+	return decode(newSource(r, b), b)
+}
+
+func decode(src *source, b *Budget) ([]Measurement, error) {
+	d := &decoder{dec: src, budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
 	c, err := d.dec.PeekCode()
 	if err != nil {
 		return nil, inputErr("empty or truncated body")

@@ -31,6 +31,12 @@ func newSource(r io.Reader, b *Budget) *source {
 	return &source{r: r, buf: make([]byte, sourceBuffer), budget: b}
 }
 
+// newBytesSource reads a whole body held in memory: its window is the
+// body itself, so nothing is copied but the values.
+func newBytesSource(body []byte, b *Budget) *source {
+	return &source{buf: body, end: len(body), rerr: io.EOF, budget: b}
+}
+
 // maxEmptyReads is how many reads of nothing in a row end the body, as
 // bufio does (io.ErrNoProgress).
 const maxEmptyReads = 100
@@ -40,6 +46,9 @@ const maxEmptyReads = 100
 func (s *source) fill(n int) bool {
 	if s.end-s.pos >= n {
 		return true
+	}
+	if s.rerr != nil {
+		return false // the body has ended: nothing to move the window for
 	}
 	if s.pos > 0 {
 		s.end = copy(s.buf, s.buf[s.pos:s.end])
