@@ -28,9 +28,11 @@ var (
 //
 // A small gzip body (at most maxWholeGzip bytes as sent, its
 // Content-Length known) is the exception: whole is set instead of Reader,
-// and the caller reads it whole and decompresses it in one piece
-// (inflate.Gunzip), about twice as fast as a streaming gzip reader on the
-// Arc API's bodies.
+// and the caller reads it whole (readWhole) and decompresses it in one
+// piece (inflateHeld, inflate.Gunzip), about twice as fast as a streaming
+// gzip reader on the Arc API's bodies. Where that path does not apply it
+// streams the body it holds (streamHeld), so every answer and limit is
+// the streaming one (TestSmallGzipBodiesDecodeWholeAsTheyStream).
 type body struct {
 	io.Reader
 	raw, decoded *capped
@@ -45,8 +47,8 @@ type body struct {
 // maxWholeGzip is the largest gzip body decompressed whole. Its
 // decompressed form is held while it is decoded and counts against the
 // request's memory budget with its columns: 1 MiB sent is 2.5 MiB of the
-// load test's payloads, a few percent of the budget, while a body large
-// enough for the two to crowd each other streams as before.
+// load test's payloads, a few percent of the default budget; larger
+// bodies stream.
 const maxWholeGzip = 1 << 20
 
 // capped reads at most limit bytes; one more marks it over the limit.
@@ -156,55 +158,42 @@ func openGzip(r io.Reader) (*gzip.Reader, error) {
 	return gzip.NewReader(r)
 }
 
-// inflateWhole reads a small gzip body whole and decompresses it in one
-// piece, both charged to budget before they are allocated; release gives
-// their memory back (to the pools and the budget) once the caller is done
-// with data. The body's trailer says how large it decompresses (for one
-// gzip member): when that does not fit in what the budget has left, or
-// the body does not decompress to exactly that (several members, a
-// corrupt body), data is nil and b streams the body it holds as a larger
-// body streams, so every refusal and every limit is what streaming gives.
-func (b *body) inflateWhole(budget *arcmsgpack.Budget) (data []byte, release func(), err error) {
-	if err := budget.Charge(b.size); err != nil {
-		return nil, nil, decodeError(err)
-	}
-	src := wholeBodies.get(int(b.size))[:b.size]
-	releaseSrc := func() {
-		budget.Release(b.size)
-		wholeBodies.put(src)
-	}
+// readWhole reads a small gzip body whole into a pooled buffer; done puts
+// it back. It is not charged to the request's budget (a body streamed
+// past that budget must be refused as streaming refuses it): it is at
+// most maxWholeGzip, for at most inflightRequests requests decoding at
+// once.
+func (b *body) readWhole() (src []byte, done func(), err error) {
+	src = wholeBodies.get(int(b.size))[:b.size]
 	if _, err := io.ReadFull(b.whole, src); err != nil {
-		releaseSrc()
+		wholeBodies.put(src)
 		return nil, nil, b.fail(fail(http.StatusBadRequest, "read body: %v", err))
 	}
-	if out, releaseOut, ok := inflateHeld(src, b.maxDecoded, budget); ok {
-		releaseSrc()
-		return out, releaseOut, nil
-	}
-	if err := b.streamGzip(bytes.NewReader(src), b.maxDecoded); err != nil {
-		releaseSrc()
-		return nil, nil, err
-	}
+	return src, func() { wholeBodies.put(src) }, nil
+}
+
+// streamHeld makes b stream a body it holds whole, as a larger body
+// streams.
+func (b *body) streamHeld(src []byte) error {
 	b.whole = nil
-	return nil, releaseSrc, nil
+	return b.streamGzip(bytes.NewReader(src), b.maxDecoded)
 }
 
 // inflateHeld decompresses a gzip body held whole into a buffer sized by
-// its trailer's claim and charged to budget first; ok is false, with
-// nothing held, when the claim does not fit or is not what the body
-// decompresses to.
+// its trailer's claim, charged to budget first as the most it may hold;
+// release gives it back to its pool and the budget. ok is false, with
+// nothing held, when the claim does not fit in what the budget has left or
+// is not what the body decompresses to (several members, a corrupt body):
+// streaming then gives the answer.
 func inflateHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (out []byte, release func(), ok bool) {
 	claim := int64(inflate.ClaimedSize(src))
-	if claim < 0 || claim > min(maxDecoded, budget.Limit()-budget.Used()) {
+	charge := claim + inflate.Margin
+	if claim < 0 || claim > maxDecoded || budget.Charge(charge) != nil {
 		return nil, nil, false
 	}
-	size := inflate.OutputSize(src, int(claim))
-	if budget.Charge(int64(size)) != nil {
-		return nil, nil, false
-	}
-	buf := decodedBodies.get(size)
+	buf := decodedBodies.get(inflate.OutputSize(src, int(claim)))
 	release = func() {
-		budget.Release(int64(size))
+		budget.Release(charge)
 		decodedBodies.put(buf)
 	}
 	out, err := inflate.Gunzip(buf, src, int(claim))
@@ -213,6 +202,29 @@ func inflateHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (out [
 		return nil, nil, false
 	}
 	return out, release, true
+}
+
+// decodeHeld decodes a gzip body held whole from memory. ok is false when
+// it must stream instead: inflateHeld's cases, and a body whose columns
+// fit the budget only without the decompressed body beside them (as
+// streaming holds them).
+func decodeHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (ms []arcmsgpack.Measurement, ok bool, err error) {
+	out, release, ok := inflateHeld(src, maxDecoded, budget)
+	if !ok {
+		return nil, false, nil
+	}
+	ms, err = arcmsgpack.DecodeWithin(out, budget)
+	// The columns copy the values: the body goes back at once, and is not
+	// counted while the request waits for its commit.
+	release()
+	switch {
+	case errors.Is(err, arcmsgpack.ErrTooLarge):
+		budget.Release(budget.Used())
+		return nil, false, nil
+	case err != nil:
+		return nil, true, decodeError(err)
+	}
+	return ms, true, nil
 }
 
 // fail turns a failure while reading the body into its answer: 413 past a
@@ -240,20 +252,24 @@ func (h *MsgpackHandler) readBody(r *http.Request, budget *arcmsgpack.Budget) ([
 	}
 	defer b.close()
 	if b.whole != nil {
-		data, release, err := b.inflateWhole(budget)
+		src, done, err := b.readWhole()
 		if err != nil {
 			return nil, err
 		}
-		if data != nil {
-			// The caller keeps the text: a copy, charged before it is
-			// made; the pooled buffer goes back.
-			defer release()
-			if err := budget.Charge(int64(len(data))); err != nil {
+		defer done()
+		if out, release, ok := inflateHeld(src, b.maxDecoded, budget); ok {
+			// The caller keeps the text: a copy, then charged as the
+			// pooled buffer's charge is given back.
+			text := bytes.Clone(out)
+			release()
+			if err := budget.Charge(int64(len(text))); err != nil {
 				return nil, decodeError(err)
 			}
-			return bytes.Clone(data), nil
+			return text, nil
 		}
-		defer release()
+		if err := b.streamHeld(src); err != nil {
+			return nil, err
+		}
 	}
 	hint := r.ContentLength
 	if b.kind != "" {

@@ -122,23 +122,21 @@ func (h *MsgpackHandler) write(w http.ResponseWriter, r *http.Request) error {
 	return h.store(r.Context(), database, ms, arrived)
 }
 
-// decodeBody decodes a MessagePack body, held whole (a small gzip body) or
-// as it is read.
+// decodeBody decodes a MessagePack body: a small gzip body from memory
+// when it can (decodeHeld), else as it is read.
 func decodeBody(b *body, budget *arcmsgpack.Budget) ([]arcmsgpack.Measurement, error) {
 	if b.whole != nil {
-		data, release, err := b.inflateWhole(budget)
+		src, done, err := b.readWhole()
 		if err != nil {
 			return nil, err
 		}
-		// The columns copy the values, so the body goes back at once and
-		// is no longer counted while the request waits for its commit.
-		defer release()
-		if data != nil {
-			ms, err := arcmsgpack.DecodeWithin(data, budget)
-			if err != nil {
-				return nil, decodeError(err)
-			}
-			return ms, nil
+		// After the streaming decode below, which may read src.
+		defer done()
+		if ms, ok, err := decodeHeld(src, b.maxDecoded, budget); ok {
+			return ms, err
+		}
+		if err := b.streamHeld(src); err != nil {
+			return nil, err
 		}
 	}
 	ms, err := arcmsgpack.DecodeReader(b, budget)

@@ -95,8 +95,12 @@ func OutputSize(src []byte, limit int) int {
 	if claim < 0 {
 		return 0
 	}
-	return min(claim, limit, trustedRatio*len(src)) + maxMatch + slack
+	return min(claim, limit, trustedRatio*len(src)) + Margin
 }
+
+// Margin is the room Gunzip keeps past the output it decodes (for its
+// fast loop): a buffer it grows holds at most limit+Margin bytes.
+const Margin = maxMatch + slack
 
 // ClaimedSize is the decompressed size src's trailer claims (for its last
 // member, modulo 2^32), or -1 when src is too short to be a gzip member.

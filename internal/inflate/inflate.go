@@ -291,7 +291,7 @@ func (d *decompressor) room(need int) error {
 	if d.n+need <= len(d.out) {
 		return nil
 	}
-	size := max(min(max(2*len(d.out), 4096), d.limit+maxMatch+slack), d.n+need)
+	size := max(min(max(2*len(d.out), 4096), d.limit+Margin), d.n+need)
 	out := make([]byte, size)
 	copy(out, d.out[:d.n])
 	d.out = out
