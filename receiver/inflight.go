@@ -13,7 +13,8 @@ import (
 // be decoding or waiting for their commit at once: a request's columns,
 // then its Arrow record and IPC copy, take about three times what its
 // budget counts, so three budgets bound all write requests together,
-// whatever their number and mix.
+// whatever their number and mix (besides the compressed copy of a small
+// gzip body, at most maxWholeGzip, each holds while it decodes).
 const inflightRequests = 3
 
 // inflight bounds the memory of the write requests in progress. A request

@@ -1,0 +1,5 @@
+//go:build !race
+
+package inflate_test
+
+const raceEnabled = false
