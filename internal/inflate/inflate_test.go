@@ -275,6 +275,15 @@ func FuzzGunzip(f *testing.F) {
 func FuzzGunzipRaw(f *testing.F) {
 	f.Add([]byte{0x03, 0x00}) // an empty fixed-code block
 	f.Add(deflate(f, []byte("seed seed seed seed")))
+	// Blocks with their own codes, long codes and second-level tables
+	// among them, for the fuzzer to damage.
+	for _, name := range []string{"arc_traces", "arc_logs", "arc_metrics"} {
+		src, err := os.ReadFile(filepath.Join("testdata", name+".gz"))
+		require.NoError(f, err)
+		data, err := reference(src)
+		require.NoError(f, err)
+		f.Add(deflate(f, data[:4096]))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		compare(t, member(raw, nil))
 		compare(t, append([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}, raw...))
