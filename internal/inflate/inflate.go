@@ -506,32 +506,22 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 		if e&kindMask == kindLiteral && e&0xf != 0 {
 			// Up to three entries of literals per load: each takes at
 			// most 15 of the 56 bits, and writes one or two bytes.
-			bits >>= e & 0xf
-			nbits -= uint(e & 0xf)
-			binary.LittleEndian.PutUint16(out[n:], uint16(e>>16))
-			n += 1 + int(e>>10&1)
-			e = llFirst[bits&(1<<litLenBits-1)]
-			if e&subEntry != 0 {
-				e = lt.second(e, bits)
+			for k := 0; ; k++ {
+				bits >>= e & 0xf
+				nbits -= uint(e & 0xf)
+				binary.LittleEndian.PutUint16(out[n:], uint16(e>>16))
+				n += 1 + int(e>>10&1)
+				if k == 2 {
+					break
+				}
+				e = llFirst[bits&(1<<litLenBits-1)]
+				if e&subEntry != 0 {
+					e = lt.second(e, bits)
+				}
+				if e&kindMask != kindLiteral || e&0xf == 0 {
+					break
+				}
 			}
-			if e&kindMask != kindLiteral || e&0xf == 0 {
-				continue
-			}
-			bits >>= e & 0xf
-			nbits -= uint(e & 0xf)
-			binary.LittleEndian.PutUint16(out[n:], uint16(e>>16))
-			n += 1 + int(e>>10&1)
-			e = llFirst[bits&(1<<litLenBits-1)]
-			if e&subEntry != 0 {
-				e = lt.second(e, bits)
-			}
-			if e&kindMask != kindLiteral || e&0xf == 0 {
-				continue
-			}
-			bits >>= e & 0xf
-			nbits -= uint(e & 0xf)
-			binary.LittleEndian.PutUint16(out[n:], uint16(e>>16))
-			n += 1 + int(e>>10&1)
 			continue
 		}
 		if e&0xf == 0 {
