@@ -124,23 +124,59 @@ func (t *Tokens) RequireHTTP(h http.Handler) http.Handler {
 	})
 }
 
-// validInflux accepts a token the ways InfluxDB clients send one:
-// "Authorization: Bearer <token>" or "Token <token>" (2.x), HTTP basic
-// auth or the p query parameter (1.x, the password is the token; the user
-// name is not checked).
-func (t *Tokens) validInflux(r *http.Request) bool {
+// tokenFromHeader is the token of an "Authorization: <scheme> <token>"
+// header, when scheme is one of schemes.
+func tokenFromHeader(auth string, schemes ...string) (string, bool) {
+	for _, s := range schemes {
+		if tok, ok := strings.CutPrefix(auth, s+" "); ok {
+			return tok, true
+		}
+	}
+	return "", false
+}
+
+// validFor accepts a token the ways the clients of one dialect send it,
+// and no other: a token in a URL lands in access logs and proxies, so it
+// is taken only where clients have no other way.
+//   - Arc (/api/v1/write/line-protocol): "Authorization: Bearer", what
+//     Arc's SDK sends, as on the MessagePack endpoint.
+//   - InfluxDB 2.x (/api/v2/write): "Authorization: Token" (InfluxDB 2.x
+//     clients, Telegraf's influxdb_v2 output) or "Bearer" (InfluxDB 3
+//     clients).
+//   - InfluxDB 1.x (/write): those two, HTTP basic auth or the p query
+//     parameter (Telegraf's influxdb output, 1.x client libraries; the
+//     password is the token and the user name is not checked).
+func (t *Tokens) validFor(r *http.Request, d Dialect) bool {
 	auth := r.Header.Get("Authorization")
-	if tok, ok := strings.CutPrefix(auth, "Token "); ok {
+	switch d {
+	case DialectArc:
+		return t.valid(auth)
+	case DialectInfluxV2:
+		tok, ok := tokenFromHeader(auth, "Token", "Bearer")
+		return ok && t.validToken(tok)
+	}
+	if tok, ok := tokenFromHeader(auth, "Token", "Bearer"); ok {
 		return t.validToken(tok)
 	}
 	if _, pass, ok := r.BasicAuth(); ok {
 		return t.validToken(pass)
 	}
 	if auth != "" {
-		return t.valid(auth)
+		return false
 	}
 	if p := r.URL.Query().Get("p"); p != "" {
 		return t.validToken(p)
 	}
 	return false
+}
+
+// authHint says how a dialect's clients send their token, for the 401.
+func authHint(d Dialect) string {
+	switch d {
+	case DialectArc:
+		return `send "Authorization: Bearer <token>"`
+	case DialectInfluxV2:
+		return `send "Authorization: Token <token>" or "Bearer <token>"`
+	}
+	return `send "Authorization: Token <token>", "Bearer <token>", basic auth or ?p=<token>`
 }

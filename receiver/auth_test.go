@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -169,4 +170,49 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// TestTokenSchemesByEndpoint: each write endpoint takes a token the ways
+// its clients send one and no other. Credentials in the URL (?p=) and
+// basic auth are InfluxDB 1.x's, so only /write takes them; the Arc
+// endpoints take Arc's SDK's bearer token.
+func TestTokenSchemesByEndpoint(t *testing.T) {
+	tokens, err := LoadTokens("", "s3cret")
+	require.NoError(t, err)
+	f := newWriteFixture(t, tokens, 0, 0, 0)
+	line := []byte(fmt.Sprintf("cpu v=1 %d\n", lpNow.UnixNano()))
+	bearer := map[string]string{"Authorization": "Bearer s3cret"}
+	token := map[string]string{"Authorization": "Token s3cret"}
+	basicAuth := map[string]string{"Authorization": "Basic " + basic("me", "s3cret")}
+	tests := []struct {
+		name   string
+		path   string
+		header map[string]string
+		want   int
+	}{
+		{"arc bearer", PathWriteLineProtocol, bearer, http.StatusNoContent},
+		{"arc token", PathWriteLineProtocol, token, http.StatusUnauthorized},
+		{"arc basic", PathWriteLineProtocol, basicAuth, http.StatusUnauthorized},
+		{"arc p", PathWriteLineProtocol + "?p=s3cret", nil, http.StatusUnauthorized},
+		{"v2 token", PathWriteInfluxV2 + "?bucket=b", token, http.StatusNoContent},
+		{"v2 bearer", PathWriteInfluxV2 + "?bucket=b", bearer, http.StatusNoContent},
+		{"v2 basic", PathWriteInfluxV2 + "?bucket=b", basicAuth, http.StatusUnauthorized},
+		{"v2 p", PathWriteInfluxV2 + "?bucket=b&u=me&p=s3cret", nil, http.StatusUnauthorized},
+		{"v1 token", PathWriteInfluxV1 + "?db=d", token, http.StatusNoContent},
+		{"v1 bearer", PathWriteInfluxV1 + "?db=d", bearer, http.StatusNoContent},
+		{"v1 basic", PathWriteInfluxV1 + "?db=d", basicAuth, http.StatusNoContent},
+		{"v1 p", PathWriteInfluxV1 + "?db=d&u=me&p=s3cret", nil, http.StatusNoContent},
+		{"v1 wrong scheme beside a good p", PathWriteInfluxV1 + "?db=d&p=s3cret", map[string]string{"Authorization": "Key s3cret"}, http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := f.send(t, tt.path, line, tt.header)
+			assert.Equal(t, tt.want, a.status, "%v", a.body)
+		})
+	}
+	a := f.send(t, PathWriteLineProtocol+"?p=s3cret", line, nil)
+	assert.Equal(t, `missing or invalid token (send "Authorization: Bearer <token>")`, a.body["error"])
+	a = f.send(t, PathWriteInfluxV2+"?bucket=b&p=s3cret", line, nil)
+	assert.Equal(t, `missing or invalid token (send "Authorization: Token <token>" or "Bearer <token>")`, a.body["message"])
+	assert.Equal(t, map[string]int64{"default/cpu": 1, "b/cpu": 2, "d/cpu": 4}, f.rows(t))
 }

@@ -28,7 +28,8 @@ type Dialect int
 // Dialects.
 const (
 	// DialectArc: database from x-arc-database, ?precision=, errors as
-	// {"error": ...}, bearer tokens.
+	// {"error": ...}, bearer tokens (Tokens.validFor says which each
+	// dialect takes).
 	DialectArc Dialect = iota
 	// DialectInfluxV1: ?db= (x-arc-database wins, as in Arc), ?precision=
 	// n/ns/u/us/ms/s/m/h, tokens also as ?p= or basic auth, errors as
@@ -102,8 +103,8 @@ func influxCode(status int) string {
 
 func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) error {
 	arrived := time.Now()
-	if h.Tokens.Enabled() && !h.Tokens.validInflux(r) {
-		return fail(http.StatusUnauthorized, "missing or invalid token (send \"Authorization: Bearer <token>\" or \"Token <token>\")")
+	if h.Tokens.Enabled() && !h.Tokens.validFor(r, h.Dialect) {
+		return fail(http.StatusUnauthorized, "missing or invalid token (%s)", authHint(h.Dialect))
 	}
 	q := r.URL.Query()
 	database := r.Header.Get(HeaderDatabase)

@@ -130,6 +130,7 @@ func TestLineProtocolErrors(t *testing.T) {
 	require.NoError(t, err)
 	f := newWriteFixture(t, tokens, 4096, 64<<10, 0)
 	auth := map[string]string{"Authorization": "Token s3cret"}
+	arcAuth := map[string]string{"Authorization": "Bearer s3cret"}
 	good := fmt.Sprintf("cpu v=1 %d\n", lpNow.UnixNano())
 	tests := []struct {
 		name   string
@@ -146,7 +147,7 @@ func TestLineProtocolErrors(t *testing.T) {
 		{"v2 hours are 1.x only", PathWriteInfluxV2 + "?bucket=b&precision=h", good, auth, http.StatusBadRequest,
 			map[string]string{"code": "invalid", "message": `invalid precision "h": want ns, us, ms or s`}},
 		{"v2 no token", PathWriteInfluxV2 + "?bucket=b", good, nil, http.StatusUnauthorized,
-			map[string]string{"code": "unauthorized", "message": `missing or invalid token (send "Authorization: Bearer <token>" or "Token <token>")`}},
+			map[string]string{"code": "unauthorized", "message": `missing or invalid token (send "Authorization: Token <token>" or "Bearer <token>")`}},
 		{"v2 wrong token", PathWriteInfluxV2 + "?bucket=b", good, map[string]string{"Authorization": "Token nope"}, http.StatusUnauthorized, nil},
 		{"v2 too large", PathWriteInfluxV2 + "?bucket=b", strings.Repeat(good, 200), auth, http.StatusRequestEntityTooLarge, nil},
 		{"v1 bad line", PathWriteInfluxV1 + "?db=d", good + good + "cpu,host v=1\n", auth, http.StatusBadRequest,
@@ -155,9 +156,9 @@ func TestLineProtocolErrors(t *testing.T) {
 			map[string]string{"error": `invalid precision "d": want ns, n, us, u, ms, s, m or h`}},
 		{"v1 wrong password", PathWriteInfluxV1 + "?db=d&u=x&p=nope", good, nil, http.StatusUnauthorized, nil},
 		{"v1 bad database", PathWriteInfluxV1 + "?db=../x", good, auth, http.StatusBadRequest, nil},
-		{"arc empty body", PathWriteLineProtocol, "", auth, http.StatusBadRequest, map[string]string{"error": "bad payload: the body holds no line"}},
-		{"arc bad measurement", PathWriteLineProtocol, good + "bad/name v=1\n", auth, http.StatusBadRequest, nil},
-		{"arc field named time", PathWriteLineProtocol, "cpu time=1\n", auth, http.StatusBadRequest, nil},
+		{"arc empty body", PathWriteLineProtocol, "", arcAuth, http.StatusBadRequest, map[string]string{"error": "bad payload: the body holds no line"}},
+		{"arc bad measurement", PathWriteLineProtocol, good + "bad/name v=1\n", arcAuth, http.StatusBadRequest, nil},
+		{"arc field named time", PathWriteLineProtocol, "cpu time=1\n", arcAuth, http.StatusBadRequest, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
