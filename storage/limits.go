@@ -78,8 +78,15 @@ func (l Limits) CheckMeasurement(name string, rec arrow.RecordBatch) (*Table, er
 	if err := l.CheckColumns(name, int(rec.NumCols())); err != nil {
 		return nil, err
 	}
+	// The decoders named the columns with schema.ColumnNames; a record that
+	// needs a rename did not come through them.
+	var names schema.ColumnNames
 	for _, f := range rec.Schema().Fields()[min(1, rec.NumCols()):] {
-		if err := schema.CheckColumnName(f.Name); err != nil {
+		err := schema.CheckColumnName(f.Name)
+		if stored, _ := names.Store(f.Name); err == nil && stored != f.Name {
+			err = fmt.Errorf("%w %q: taken by another column, ignoring case", schema.ErrBadColumnName, f.Name)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("measurement %q: %w", name, err)
 		}
 	}

@@ -5,8 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
@@ -48,6 +52,43 @@ func TestCheckRequestCountsEveryPartition(t *testing.T) {
 			} else {
 				assert.ErrorIs(t, err, ErrOverLimit)
 			}
+		})
+	}
+}
+
+// TestCheckMeasurementRefusesTakenNames: the door refuses a record whose
+// column names the decoders would have renamed (a reserved name in any
+// case, two names equal but for case), so no such file is ever written.
+func TestCheckMeasurementRefusesTakenNames(t *testing.T) {
+	for _, tt := range []struct {
+		cols []string
+		msg  string
+	}{
+		{[]string{"v", "Date"}, `bad column name "Date": reserved`},
+		{[]string{"TIME"}, `bad column name "TIME": reserved`},
+		{[]string{"usage", "Usage"}, `bad column name "Usage": taken`},
+		{[]string{"usage", "Usage_value"}, ""},
+	} {
+		t.Run(fmt.Sprint(tt.cols), func(t *testing.T) {
+			fields := []arrow.Field{{Name: "time", Type: utcNanos}}
+			for _, c := range tt.cols {
+				fields = append(fields, arrow.Field{Name: c, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+			}
+			b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+			defer b.Release()
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixNano()))
+			for i := range tt.cols {
+				b.Field(i + 1).(*array.Int64Builder).Append(1)
+			}
+			rec := b.NewRecordBatch()
+			defer rec.Release()
+			_, err := Limits{}.CheckMeasurement("cpu", rec)
+			if tt.msg == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, schema.ErrBadColumnName)
+			assert.ErrorContains(t, err, tt.msg)
 		})
 	}
 }

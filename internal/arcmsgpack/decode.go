@@ -474,43 +474,38 @@ func (m *Measurement) decodeColumns(d *source, b *Budget) error {
 	if err != nil {
 		return inputErr("truncated %q", keyColumns)
 	}
-	names := map[string]bool{}
+	sent := map[string]bool{}
+	var names schema.ColumnNames
 	for i := 0; i < n; i++ {
 		name, err := decodeKey(d, keyColumns)
 		if err != nil {
 			return err
 		}
-		if names[name] {
+		if sent[name] {
 			return inputErr("column %q appears twice", name)
 		}
-		names[name] = true
-		if err := checkColumnName(name); err != nil {
-			return err
-		}
-		col, err := decodeColumn(d, name, b)
-		if err != nil {
-			return err
-		}
+		sent[name] = true
 		if name == TimeColumn {
+			col, err := decodeColumn(d, name, b)
+			if err != nil {
+				return err
+			}
 			if m.Time, err = timeColumn(col); err != nil {
 				return err
 			}
 			continue
 		}
+		stored, err := names.Store(name)
+		if err != nil {
+			return inputErr("%v", err)
+		}
+		col, err := decodeColumn(d, stored, b)
+		if err != nil {
+			return err
+		}
 		if m.Columns, err = push(b, m.Columns, col, 0); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// reserved are column names the layout already uses: the hive partition
-// keys would shadow them on read.
-// checkColumnName applies the one column-name rule of the contract
-// (internal/schema) as an input error of this decoder.
-func checkColumnName(name string) error {
-	if err := schema.CheckColumnName(name); err != nil {
-		return inputErr("%v", err)
 	}
 	return nil
 }

@@ -149,7 +149,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"row without fields", pack(t, map[string]any{"m": "cpu", "t": nowMs, "tags": map[string]any{"h": "a"}}), `a row needs at least one field`},
 		{"row without name", pack(t, map[string]any{"t": nowMs, "fields": map[string]any{"v": 1}}), `missing measurement name`},
 		{"row string time", pack(t, map[string]any{"m": "cpu", "t": "now", "fields": map[string]any{"v": 1}}), `"t" must be an integer or float`},
-		{"row field named time", pack(t, map[string]any{"m": "cpu", "t": nowMs, "fields": map[string]any{"time": 1}}), `"time" is the timestamp's column`},
 		{"row type clash", pack(t, []any{
 			map[string]any{"m": "cpu", "t": nowMs, "fields": map[string]any{"v": 1}},
 			map[string]any{"m": "cpu", "t": nowMs, "fields": map[string]any{"v": "x"}},
@@ -165,7 +164,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"NaN", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []float64{math.NaN()}})), `column "v" row 0: NaN`},
 		{"invalid UTF-8", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []string{"\xff"}})), `column "v" row 0: string is not valid UTF-8`},
 		{"a character cut across two rows", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs, nowMs, nowMs}, "v": []string{"ok", "\xc3", "\xbc"}})), `column "v" row 1: string is not valid UTF-8`},
-		{"reserved column", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "date": []string{"x"}})), `bad column name "date": reserved for the partition`},
+		{"a renamed column too long", ordered(t, "cpu", "time", nowMs, "v"+strings.Repeat("x", 250), 1, "V"+strings.Repeat("x", 250), 2), "longer than 255 bytes"},
 		{"null time", pack(t, obj("cpu", map[string]any{"time": []any{nil}})), "null timestamps"},
 		{"string time", pack(t, obj("cpu", map[string]any{"time": []string{"now"}})), "integer or float timestamps"},
 		{"uint64 overflow", pack(t, obj("cpu", map[string]any{"time": []int64{nowMs}, "v": []uint64{math.MaxUint64}})), "does not fit"},
@@ -283,4 +282,51 @@ func TestDecodeStringsAcrossTheWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ms[0].Columns, 1)
 	assert.Equal(t, strs, ms[0].Columns[0].Strings())
+}
+
+// ordered is a one-row columnar object whose columns come in the order
+// given (name, value, name, value, ...): msgpack.Marshal orders a map's
+// keys as it likes.
+func ordered(t *testing.T, m string, cols ...any) []byte {
+	return raw(t, func(e *msgpack.Encoder) {
+		require.NoError(t, e.EncodeMapLen(2))
+		require.NoError(t, e.EncodeString("m"))
+		require.NoError(t, e.EncodeString(m))
+		require.NoError(t, e.EncodeString("columns"))
+		require.NoError(t, e.EncodeMapLen(len(cols)/2))
+		for i := 0; i < len(cols); i += 2 {
+			require.NoError(t, e.EncodeString(cols[i].(string)))
+			require.NoError(t, e.Encode([]any{cols[i+1]}))
+		}
+	})
+}
+
+// TestDecodeTakenColumnNames: a column named, in any case, like the
+// timestamp or a partition key, or like an earlier column but for case,
+// is stored as <name>_value (issue 31 item 6: "TIME", "Date" and "HOUR"
+// were stored as they came, and DuckDB then read the client's TIME as
+// time and the partition's values as Date and HOUR).
+func TestDecodeTakenColumnNames(t *testing.T) {
+	columnar := ordered(t, "cpu", "time", nowMs, "TIME", "t", "Date", "d", "HOUR", 7, "hour_x", 8,
+		"usage", 1.5, "usage_value", 2, "Usage", 2.5, "USAGE_VALUE2", 3)
+	rows := pack(t, []any{
+		row("cpu", nowMs, map[string]any{"TIME": "t", "hour": 7}, map[string]any{"Date": "d"}),
+		row("cpu", nowMs, map[string]any{"TIME": "t2", "Hour": 9}, nil),
+	})
+	for name, tt := range map[string]struct {
+		body []byte
+		want []string
+	}{
+		"columnar": {columnar, []string{"time", "TIME_value", "Date_value", "HOUR_value", "hour_x", "usage", "usage_value", "Usage_value_value", "USAGE_VALUE2"}},
+		"rows":     {rows, []string{"time", "Date_value", "TIME_value", "hour_value", "Hour_value_value"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ms, err := Decode(tt.body)
+			require.NoError(t, err)
+			require.Len(t, ms, 1)
+			rec := ms[0].Record(memory.NewGoAllocator())
+			defer rec.Release()
+			assert.ElementsMatch(t, tt.want, fieldNames(rec.Schema()))
+		})
+	}
 }

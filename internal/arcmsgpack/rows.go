@@ -1,6 +1,10 @@
 package arcmsgpack
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
 
 // Rows gathers row-shaped writes (Arc's MessagePack row format, line
 // protocol) into the same columns the columnar format decodes to, one
@@ -16,14 +20,15 @@ type Rows struct {
 }
 
 type rowTable struct {
-	m    Measurement
-	cols map[string]int // index into m.Columns
-	tags map[string]bool
+	m     Measurement
+	cols  map[string]int // by the name the client sent: index into m.Columns
+	names schema.ColumnNames
+	tags  map[string]bool
 }
 
 // TagFieldSuffix is appended to a field named like one of its
 // measurement's tags, as Arc does.
-const TagFieldSuffix = "_value"
+const TagFieldSuffix = schema.TakenSuffix
 
 // NewRows starts an empty set whose columns are charged to b.
 func NewRows(b *Budget) *Rows {
@@ -51,19 +56,18 @@ func (r *Rows) Begin(name string, ns int64) error {
 }
 
 // column returns the current row's column name, creating it (null in every
-// earlier row) when it is new. It refuses a name set twice in one row.
+// earlier row) when it is new, under the name schema.ColumnNames gives it.
+// It refuses a name set twice in one row.
 func (r *Rows) column(name string) (*Column, error) {
 	t := r.cur
 	row := len(t.m.Time) - 1
 	i, ok := t.cols[name]
 	if !ok {
-		if name == TimeColumn {
-			return nil, inputErr("measurement %q: %q is the timestamp's column; a tag or field cannot take it", t.m.Name, TimeColumn)
+		stored, err := t.names.Store(name)
+		if err != nil {
+			return nil, inputErr("measurement %q: %v", t.m.Name, err)
 		}
-		if err := checkColumnName(name); err != nil {
-			return nil, err
-		}
-		col, err := NewColumn(name, r.budget)
+		col, err := NewColumn(stored, r.budget)
 		if err != nil {
 			return nil, err
 		}

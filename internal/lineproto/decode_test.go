@@ -93,7 +93,7 @@ cpu\,x i=4i
 	assert.Equal(t, 1000.0, col("e").(*array.Float64).Value(1))
 	assert.Equal(t, `say "hi"\`, col("s").(*array.String).Value(0))
 	assert.True(t, col("b").(*array.Boolean).Value(0))
-	assert.False(t, col("B").(*array.Boolean).Value(0))
+	assert.False(t, col("B_value").(*array.Boolean).Value(0), "B differs from b only in case (schema.ColumnNames)")
 }
 
 func TestMeasurementsAndTagFieldClash(t *testing.T) {
@@ -107,6 +107,19 @@ func TestMeasurementsAndTagFieldClash(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"host", "host_value", "v"}, names, "a field named like a tag gets _value, as in Arc")
 	assert.Equal(t, "mem", ms[1].Name)
+}
+
+// TestTakenNames: tags and fields named, in any case, like the timestamp
+// or a partition key, or like another column but for case, are kept under
+// <name>_value, as the MessagePack formats keep them (issue 31 item 6).
+func TestTakenNames(t *testing.T) {
+	ms := decode(t, "cpu,Date=d,hour=h time=1i,Hour=2i,usage=1,Usage=2\ncpu TIME=3i\n", 1)
+	require.Len(t, ms, 1)
+	var names []string
+	for _, c := range ms[0].Columns {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"Date_value", "hour_value", "time_value", "Hour_value_value", "usage", "Usage_value", "TIME_value_value"}, names)
 }
 
 func TestRejects(t *testing.T) {
@@ -124,8 +137,6 @@ func TestRejects(t *testing.T) {
 		{"unsigned too big", "cpu v=18446744073709551615u\n", 1, "does not fit a signed 64-bit integer"},
 		{"bad timestamp", "cpu v=1\ncpu v=1 12x\n", 2, "timestamp"},
 		{"timestamp overflow", "cpu v=1 9223372036854775807\n", 1, "out of range for precision s"},
-		{"field named time", "cpu time=1\n", 1, `"time" is the timestamp's column`},
-		{"tag named date", "cpu,date=x v=1\n", 1, `bad column name "date": reserved for the partition`},
 		{"same field twice", "cpu v=1,v=2\n", 1, `"v" appears twice in one row`},
 		{"comment lines count", "# c\n# d\ncpu v=1i\ncpu v=1\n", 4, "field type conflict"},
 	}
