@@ -99,7 +99,7 @@ func NewMetrics() *Metrics {
 		rowsReceived:  counter("arcstore_rows_received_total", "Rows in batches that reached the sidecar, valid or not.", table...),
 		rowsStored:    counter("arcstore_rows_stored_total", "Rows durably stored (in the fsynced WAL) and acknowledged.", table...),
 		rowsRejected:  counter("arcstore_rows_rejected_total", "Rows of batches refused: invalid, or not stored (backpressure, disk); the client was told.", table...),
-		rowsDropped:   counter("arcstore_rows_dropped_total", "Rows acknowledged and then lost. Always 0; anything else is a bug.", table...),
+		rowsDropped:   counter("arcstore_rows_dropped_total", "Rows acknowledged and then lost: rows of damaged WAL records a -wal-repair start dropped (see the log); otherwise always 0, and anything else is a bug.", table...),
 		bytesReceived: counter("arcstore_bytes_received_total", "Arrow IPC bytes of batches that reached the sidecar.", table...),
 		bytesStored:   counter("arcstore_bytes_stored_total", "Arrow IPC bytes durably stored.", table...),
 		bytesRejected: counter("arcstore_bytes_rejected_total", "Arrow IPC bytes of refused batches.", table...),
@@ -198,6 +198,15 @@ func (m *Metrics) WatchStore(s *storage.Store) {
 		func() float64 { return s.BufferWaited().Seconds() }))
 	gauge("arcstore_wal_segments", "WAL segment files on disk.", func() float64 { n, _, _ := s.WALStats(); return float64(n) })
 	gauge("arcstore_wal_bytes", "Bytes of the records in the WAL segments (what a restart would replay or skip); reused segment files take more on disk.", func() float64 { _, b, _ := s.WALStats(); return float64(b) })
+	records, lost := s.WALRepaired()
+	for _, d := range lost {
+		db, tbl := m.series.labels(d.Database, d.Table)
+		m.rowsDropped.WithLabelValues(db, tbl).Add(float64(d.Rows))
+	}
+	walDropped := prometheus.NewCounter(prometheus.CounterOpts{Name: "arcstore_wal_records_dropped_total",
+		Help: "Damaged WAL records the -wal-repair start dropped before every consumer had them; their rows, where the damaged payload still reads, are in arcstore_rows_dropped_total."})
+	walDropped.Add(float64(records))
+	m.reg.MustRegister(walDropped)
 	gauge("arcstore_wal_limit_bytes", "The WAL's ceiling (-max-wal-bytes); a sink that is behind holds segments up to it.", func() float64 { return float64(s.MaxWALBytes()) })
 	for _, name := range s.SinkNames() {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "arcstore_sink_lag_segments",

@@ -79,8 +79,8 @@ type Options struct {
 	// SinkDrainTimeout is how long Close waits for the sinks to store the
 	// last segments; what they miss stays in the WAL for the next start.
 	SinkDrainTimeout time.Duration
-	// WALRepair lets start-up truncate a WAL segment at a corrupt record
-	// (logging what it drops) instead of stopping with a
+	// WALRepair lets start-up drop a damaged WAL record (logging what it
+	// drops, counted by WALRepaired) instead of stopping with a
 	// *wal.CorruptionError.
 	WALRepair bool
 }
@@ -163,6 +163,7 @@ type Store struct {
 	trimmed       uint64 // segments through this one are gone; under trimMu
 	recovering    bool
 	parquetFresh  bool          // Parquet is new to a directory that had only sinks
+	repaired      walRepair     // what the WAL repair at start-up dropped
 	sinkDrained   chan struct{} // closed when Close stops waiting for sinks
 	sinkCancel    context.CancelFunc
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"unicode/utf8"
 
+	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
@@ -35,7 +37,74 @@ type walState struct {
 }
 
 func (s *Store) walOptions() wal.Options {
-	return wal.Options{FS: s.fs, Dir: s.wal.dir, Logger: s.log, MaxWrite: walMaxWrite, Repair: s.opts.WALRepair}
+	return wal.Options{FS: s.fs, Dir: s.wal.dir, Logger: s.log, MaxWrite: walMaxWrite, Repair: s.opts.WALRepair, Dropped: s.walDropped}
+}
+
+// walRepair is what a repair at start-up dropped that some consumer did
+// not have yet: written during recovery, read after Open returns.
+type walRepair struct {
+	records int                 // damaged records lost
+	rows    map[[2]string]int64 // their rows by database and table, where readable
+}
+
+// DroppedRows is how many rows of one table a WAL repair dropped.
+type DroppedRows struct {
+	Database, Table string
+	Rows            int64
+}
+
+// WALRepaired returns how many damaged WAL records the repair at start-up
+// (Options.WALRepair) dropped before every consumer had them, and the
+// rows of those whose payload could still be read, by table.
+func (s *Store) WALRepaired() (records int, rows []DroppedRows) {
+	for k, n := range s.repaired.rows {
+		rows = append(rows, DroppedRows{Database: k[0], Table: k[1], Rows: n})
+	}
+	return s.repaired.records, rows
+}
+
+// walDropped is told each damaged record a repair drops and returns how
+// many rows it held (-1 when its payload cannot be read: the damage hit
+// its batches' framing). The damage is often in the frame alone (its
+// length or checksum) or in a column's values, so the names and row
+// counts usually still read; rows already in Parquet and in every sink are
+// not lost.
+func (s *Store) walDropped(d wal.Dropped) int64 {
+	lost := !s.opts.NoParquet && d.Seq > s.parquetDone.Load()
+	for _, r := range s.sinks {
+		lost = lost || d.Seq > r.done.Load()
+	}
+	for _, seq := range s.held {
+		lost = lost || d.Seq > seq
+	}
+	if lost {
+		s.repaired.records++
+	} else {
+		s.log.Info("the damaged wal record was stored by every consumer before: nothing is lost", "segment", d.Segment, "offset", d.Offset)
+	}
+	entries, err := decodePayload(d.Payload)
+	if err != nil {
+		return -1
+	}
+	counts := make([]int64, len(entries))
+	var rows int64
+	for i, e := range entries {
+		n, err := arcflight.Rows(e.ipc)
+		if err != nil || !utf8.ValidString(e.database) || !utf8.ValidString(e.table) {
+			return -1
+		}
+		counts[i] = n
+		rows += n
+	}
+	if lost {
+		if s.repaired.rows == nil {
+			s.repaired.rows = map[[2]string]int64{}
+		}
+		for i, e := range entries {
+			s.repaired.rows[[2]string{e.database, e.table}] += counts[i]
+		}
+	}
+	return rows
 }
 
 // walEntry is one batch of a replayed record.

@@ -118,7 +118,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
 	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` (bytes of records; the directory takes up to twice that plus two reused segment files) past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	c.s3.register(fs)
-	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL segment is corrupt: truncate it at the bad record and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
+	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL record is damaged: drop that record alone and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this `address`, e.g. 127.0.0.1:6060 (off by default; unauthenticated: keep it on loopback)")
 	fs.BoolVar(&c.pprofContention, "pprof-contention", false, "with -pprof-addr, record block and mutex profiles (/debug/pprof/block, /debug/pprof/mutex); off by default: sampling costs CPU on every wait")
@@ -263,7 +263,7 @@ func run(c config, log *slog.Logger) error {
 		Allocator:       mem,
 	})
 	if ce := (*wal.CorruptionError)(nil); errors.As(err, &ce) {
-		return fmt.Errorf("open store: %w; keep a copy of the segment, then start once with -wal-repair to truncate it there (docs/OPERATIONS.md)", err)
+		return fmt.Errorf("open store: %w; keep a copy of the segment, then start once with -wal-repair to drop the damaged record (docs/OPERATIONS.md)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)

@@ -157,27 +157,85 @@ type memMessages struct{ data []byte }
 var errFrame = errors.New("malformed IPC message frame")
 
 func (m *memMessages) Message() (*ipc.Message, error) {
-	if len(m.data) < 8 || binary.LittleEndian.Uint32(m.data) != 0xFFFFFFFF {
-		return nil, errFrame
-	}
-	n := int64(binary.LittleEndian.Uint32(m.data[4:]))
-	if n == 0 { // end of stream
-		return nil, io.EOF
-	}
-	if n > int64(len(m.data)-8) {
-		return nil, errFrame
-	}
-	meta := m.data[8 : 8+n]
-	bodyLen, err := messageBodyLength(meta)
+	meta, body, err := m.next()
 	if err != nil {
 		return nil, err
 	}
+	return ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body)), nil
+}
+
+// next returns the metadata and body of the next message; io.EOF at the
+// end-of-stream marker.
+func (m *memMessages) next() (meta, body []byte, err error) {
+	if len(m.data) < 8 || binary.LittleEndian.Uint32(m.data) != 0xFFFFFFFF {
+		return nil, nil, errFrame
+	}
+	n := int64(binary.LittleEndian.Uint32(m.data[4:]))
+	if n == 0 { // end of stream
+		return nil, nil, io.EOF
+	}
+	if n > int64(len(m.data)-8) {
+		return nil, nil, errFrame
+	}
+	meta = m.data[8 : 8+n]
+	bodyLen, err := messageBodyLength(meta)
+	if err != nil {
+		return nil, nil, err
+	}
 	rest := m.data[8+n:]
 	if bodyLen < 0 || bodyLen > int64(len(rest)) {
-		return nil, fmt.Errorf("%w: a body of %d bytes in %d", errFrame, bodyLen, len(rest))
+		return nil, nil, fmt.Errorf("%w: a body of %d bytes in %d", errFrame, bodyLen, len(rest))
 	}
 	m.data = rest[bodyLen:]
-	return ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(rest[:bodyLen])), nil
+	return meta, rest[:bodyLen], nil
+}
+
+// Rows counts the rows of the record batches of an IPC stream held in
+// memory from their headers, checked as CheckMessage checks them, without
+// decoding a batch: a stream that may be damaged (a WAL record a repair
+// drops) is read, never trusted with an allocation.
+func Rows(stream []byte) (rows int64, err error) {
+	m := &memMessages{data: stream}
+	for {
+		meta, body, err := m.next()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if CheckMessage(meta, body) != nil {
+			if isSchema(meta) {
+				continue
+			}
+			return 0, fmt.Errorf("%w: neither a schema nor a valid record batch", errFrame)
+		}
+		rows += batchRows(meta)
+	}
+}
+
+// isSchema reports whether a Message flatbuffer is a schema message.
+func isSchema(meta []byte) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	msg := flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+	o := flatbuffers.UOffsetT(msg.Offset(slotHeaderType))
+	return o != 0 && msg.GetByte(o+msg.Pos) == headerSchema
+}
+
+// batchRows reads the row count of a record batch message CheckMessage
+// passed.
+func batchRows(meta []byte) int64 {
+	msg := flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+	var batch flatbuffers.Table
+	msg.Union(&batch, flatbuffers.UOffsetT(msg.Offset(slotHeader)))
+	if o := flatbuffers.UOffsetT(batch.Offset(slotLength)); o != 0 {
+		return batch.GetInt64(o + batch.Pos)
+	}
+	return 0
 }
 
 // messageBodyLength reads a Message flatbuffer's bodyLength.
@@ -252,6 +310,7 @@ const (
 	slotBuffers     = 8
 	slotVariadic    = 12
 	slotCustomMeta  = 12
+	headerSchema    = 1
 	headerRecord    = 3
 	fieldNodeSize   = 16
 )

@@ -209,3 +209,25 @@ func TestStreamDecoderRefusesMalformedBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestRowsCountsFromHeaders: Rows reads a stream's row count without
+// decoding it, and any damage is an error, never a panic or an
+// allocation the stream declares.
+func TestRowsCountsFromHeaders(t *testing.T) {
+	stream, rec := testStream(t)
+	defer rec.Release()
+	n, err := Rows(stream)
+	require.NoError(t, err)
+	assert.Equal(t, rec.NumRows(), n)
+	assert.Positive(t, n)
+
+	_, err = Rows(stream[:len(stream)-9])
+	assert.Error(t, err, "cut short")
+	for i := range stream {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			damaged := bytes.Clone(stream)
+			damaged[i] ^= x
+			assert.NotPanics(t, func() { _, _ = Rows(damaged) }, "byte %d ^ %#x", i, x)
+		}
+	}
+}

@@ -19,9 +19,11 @@
 // bytes that are not a committed record: a torn write, or records of the
 // file's previous life when it is a recycled one, which fail their
 // checksum because it binds each record to its segment's sequence number
-// and to the nonce drawn for that life of the file.
-// Replay cuts that tail. A bad record anywhere else (before an end marker)
-// is corruption, reported as a *CorruptionError naming segment and offset.
+// and to the nonce drawn for that life of the file; neither can put a
+// valid record after a bad one. Replay cuts that tail. A bad record
+// anywhere else (in an older segment, or with a valid record or the end
+// marker after it) is corruption, reported as a *CorruptionError naming
+// segment and offset; a repair drops that record alone.
 //
 // Removed segments are kept, up to MaxRecycled of them, and renamed into
 // the next segments instead of new files: a commit then overwrites blocks
@@ -172,6 +174,9 @@ type FS interface {
 	// exists (renameat2 RENAME_NOREPLACE). Segment recycling uses it; a
 	// file system without it gets new files instead.
 	RenameNoReplace(oldpath, newpath string) error
+	// Rename replaces newpath with oldpath atomically; a repair replaces
+	// a segment with it.
+	Rename(oldpath, newpath string) error
 }
 
 // Options configure a WAL.
@@ -182,9 +187,13 @@ type Options struct {
 	// MaxWrite is the most bytes one write call takes; 0 is
 	// DefaultMaxWrite. Tests make it small so that a record spans calls.
 	MaxWrite int
-	// Repair truncates a corrupt segment at the bad record instead of
-	// stopping replay, logging what is dropped.
+	// Repair drops a damaged record instead of stopping replay (the
+	// record alone, or the rest of its segment when nothing valid follows
+	// it), logging what is dropped.
 	Repair bool
+	// Dropped, if set, is told each record a repair drops, and returns
+	// how many rows it held (negative: not known), for the log.
+	Dropped func(Dropped) (rows int64)
 	// MaxRecycled is how many removed segments are kept for reuse as new
 	// ones; 0 is DefaultMaxRecycled, negative keeps none.
 	MaxRecycled int
@@ -276,10 +285,11 @@ func Open(opts Options, seq uint64) (*WAL, error) {
 		return nil, fmt.Errorf("list wal: %w", err)
 	}
 	for _, e := range entries {
-		if isRecycled(e.Name()) {
-			// Kept by the last run: not a segment, and never replayed.
+		if isRecycled(e.Name()) || strings.HasSuffix(e.Name(), repairSuffix) {
+			// Kept by the last run, or left by a repair that did not
+			// finish: not a segment, and never replayed.
 			if err := opts.FS.Remove(filepath.Join(opts.Dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("remove recycled wal file: %w", err)
+				return nil, fmt.Errorf("remove spare wal file: %w", err)
 			}
 			continue
 		}
