@@ -118,7 +118,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
 	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` (bytes of records; the directory takes up to twice that plus two reused segment files) past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	c.s3.register(fs)
-	fs.BoolVar(&c.walRepair, "wal-repair", false, "start even if a WAL record is damaged: drop that record alone and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset")
+	fs.BoolVar(&c.walRepair, "wal-repair", false, walRepairUsage)
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this `address`, e.g. 127.0.0.1:6060 (off by default; unauthenticated: keep it on loopback)")
 	fs.BoolVar(&c.pprofContention, "pprof-contention", false, "with -pprof-addr, record block and mutex profiles (/debug/pprof/block, /debug/pprof/mutex); off by default: sampling costs CPU on every wait")
@@ -183,7 +183,7 @@ func newLogger(c config) (*slog.Logger, error) {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "compact" {
-		os.Exit(compactCommand(os.Args[2:]))
+		os.Exit(compactCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	c, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -262,11 +262,8 @@ func run(c config, log *slog.Logger) error {
 		Logger:          log,
 		Allocator:       mem,
 	})
-	if ce := (*wal.CorruptionError)(nil); errors.As(err, &ce) {
-		return fmt.Errorf("open store: %w; keep a copy of the segment, then start once with -wal-repair to drop the damaged record (docs/OPERATIONS.md)", err)
-	}
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return fmt.Errorf("open store: %w", openError(err))
 	}
 	metrics.WatchStore(store)
 	var ready []receiver.ReadyCheck
@@ -374,4 +371,16 @@ func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *htt
 	}
 	log.Info("arcstore stopped cleanly")
 	return nil
+}
+
+// walRepairUsage is the -wal-repair flag of the sidecar and of `arcstore
+// compact`, which replays the same WAL.
+const walRepairUsage = "start even if a WAL record is damaged: drop that record alone and log what is dropped (see docs/OPERATIONS.md); without it such a start stops with the segment and offset"
+
+// openError adds what to do to a damaged WAL's error.
+func openError(err error) error {
+	if ce := (*wal.CorruptionError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("%w; keep a copy of the segment, then run once with -wal-repair to drop the damaged record (docs/OPERATIONS.md)", err)
+	}
+	return err
 }
