@@ -120,7 +120,8 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 	if database == "" {
 		database = defaultDatabase
 	}
-	if err := storage.CheckName("database", database); err != nil {
+	database, err := storage.DatabaseFolder(database)
+	if err != nil {
 		return fail(http.StatusBadRequest, "database: %v", err)
 	}
 	prec, err := lineproto.ParsePrecision(q.Get("precision"), h.Dialect == DialectInfluxV1)

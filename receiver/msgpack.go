@@ -100,7 +100,8 @@ func (h *MsgpackHandler) write(w http.ResponseWriter, r *http.Request) error {
 	if database == "" {
 		database = defaultDatabase
 	}
-	if err := storage.CheckName("database", database); err != nil {
+	database, err := storage.DatabaseFolder(database)
+	if err != nil {
 		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
 	}
 	t, err := h.admit(w, r)

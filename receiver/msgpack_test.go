@@ -156,11 +156,9 @@ func TestMsgpackWriteRejects(t *testing.T) {
 			nil, http.StatusBadRequest, `column "v" has 1 values`},
 		{"mixed types", payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{1700000000000, 1700000000001}, "v": []any{1, true}}}),
 			nil, http.StatusBadRequest, `column "v" row 1`},
-		{"path traversal in the measurement", payload(t, map[string]any{"m": "../../etc", "columns": map[string]any{"time": []int64{1700000000000}}}),
-			nil, http.StatusBadRequest, `measurement "../../etc"`},
-		{"an OTLP table's name", payload(t, map[string]any{"m": "traces", "columns": map[string]any{"time": []int64{1700000000000}}}),
-			nil, http.StatusBadRequest, "name of an OTLP table"},
-		{"absolute database", payload(t, cpu(1)), map[string]string{HeaderDatabase: "/tmp"}, http.StatusBadRequest, "x-arc-database header"},
+		{"a control character in the measurement", payload(t, map[string]any{"m": "a\nb", "columns": map[string]any{"time": []int64{1700000000000}}}),
+			nil, http.StatusBadRequest, `measurement name "a\nb" has a control character`},
+		{"a database name too long for a folder", payload(t, cpu(1)), map[string]string{HeaderDatabase: strings.Repeat("é", 50)}, http.StatusBadRequest, "x-arc-database header"},
 		{"time in the far future", payload(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{4102444800000000000}}}),
 			nil, http.StatusBadRequest, "time outside the accepted range"},
 		{"oversized body", payload(t, cpu(1000)), nil, http.StatusRequestEntityTooLarge, "over the limit"},
@@ -168,8 +166,8 @@ func TestMsgpackWriteRejects(t *testing.T) {
 		{"garbage decompression bomb", gzipped(t, bytes.Repeat([]byte{0}, 1<<20)), nil, http.StatusBadRequest, "body must be a map"},
 		{"corrupt gzip", append([]byte{0x1f, 0x8b}, bytes.Repeat([]byte{1}, 40)...), nil, http.StatusBadRequest, "gzip body"},
 		// One bad measurement rejects the request, good ones included.
-		{"bad measurement among good ones", payload(t, []any{cpu(5), map[string]any{"m": "bad/name", "columns": map[string]any{"time": []int64{1700000000000}}}}),
-			nil, http.StatusBadRequest, `measurement "bad/name"`},
+		{"bad measurement among good ones", payload(t, []any{cpu(5), map[string]any{"m": strings.Repeat("x", 256), "columns": map[string]any{"time": []int64{1700000000000}}}}),
+			nil, http.StatusBadRequest, `more than 255`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,6 +177,27 @@ func TestMsgpackWriteRejects(t *testing.T) {
 		})
 	}
 	assert.Empty(t, f.rows(t), "nothing of a rejected request is stored")
+}
+
+// TestMsgpackNamesBecomeFolders: the MessagePack API takes every name the
+// line-protocol endpoints take (the names Arc takes are among them, and
+// keep their folders), each stored under its folder (storage.
+// MeasurementFolder): a name that spells a path stays one folder inside its
+// database, and the OTLP tables keep theirs.
+func TestMsgpackNamesBecomeFolders(t *testing.T) {
+	f := newMsgpackFixture(t, nil, 0, 0)
+	for _, tt := range []struct {
+		database, measurement string
+	}{
+		{"", "../../etc"}, {"", "traces"}, {"", "java.lang:type=Memory"}, {"", "température"},
+		{"/tmp", "cpu"}, {"telegraf.autogen", "disk io"},
+	} {
+		body := payload(t, map[string]any{"m": tt.measurement, "columns": map[string]any{"time": []int64{1700000000000}}})
+		status, msg := f.post(t, body, map[string]string{HeaderDatabase: tt.database})
+		assert.Equal(t, http.StatusNoContent, status, "%+v: %s", tt, msg)
+	}
+	assert.Equal(t, map[string]int64{"default/%2E.%2F..%2Fetc": 1, "default/%74races": 1, "default/java.lang%3Atype%3DMemory": 1,
+		"default/temp%C3%A9rature": 1, "%2Ftmp/cpu": 1, "telegraf.autogen/disk%20io": 1}, f.rows(t))
 }
 
 func TestMsgpackWriteNeedsToken(t *testing.T) {

@@ -45,7 +45,7 @@ func TestParsePartition(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2026-01-03T00:00:00Z", end.Format("2006-01-02T15:04:05Z07:00"))
 	for _, bad := range []string{"db/t/date=2026-01-02", "../t/date=2026-01-02/hour=1", "db/t/date=2026-01-02/hour=09",
-		"db/t/date=2026-01-02/hour=24", "db/_arcstore/date=2026-01-02/hour=1", "db/t/date=x/hour=1"} {
+		"db/t/date=2026-01-02/hour=24", "_arcstore/t/date=2026-01-02/hour=1", "db/a%3ab/date=2026-01-02/hour=1", "db/%74races%20/date=2026-01-02/hour=1", "db/t/date=x/hour=1"} {
 		_, err := ParsePartition(bad)
 		assert.ErrorIs(t, err, ErrBadPartition, bad)
 	}

@@ -70,7 +70,8 @@ func (l Limits) CheckColumns(measurement string, columns int) error {
 
 // CheckMeasurement is the door every Arc-protocol record passes before it
 // is appended: the name rules of measurements and columns, the limits, and
-// the table's own checks. It returns the measurement's table. Records
+// the table's own checks. It returns the measurement's table, named by
+// the measurement's folder (MeasurementFolder). Records
 // replayed from the WAL do not pass here: what was acknowledged under other
 // limits is still stored.
 func (l Limits) CheckMeasurement(name string, rec arrow.RecordBatch) (*Table, error) {
@@ -90,7 +91,11 @@ func (l Limits) CheckMeasurement(name string, rec arrow.RecordBatch) (*Table, er
 			return nil, fmt.Errorf("measurement %q: %w", name, err)
 		}
 	}
-	t, err := MeasurementTable(name, rec.Schema())
+	folder, err := MeasurementFolder(name)
+	if err != nil {
+		return nil, err
+	}
+	t, err := MeasurementTable(folder, rec.Schema())
 	if err != nil {
 		return nil, err
 	}

@@ -59,10 +59,10 @@ func IsOTLPTable(name string) bool {
 
 // MeasurementTable returns the table for a measurement's schema: time (a
 // UTC nanosecond timestamp, not null) first, then nullable int64, float64,
-// string or bool columns.
+// string or bool columns. name is the table's folder (MeasurementFolder).
 func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 	if IsOTLPTable(name) {
-		return nil, fmt.Errorf("%w: measurement %q is the name of an OTLP table", ErrBadName, name)
+		return nil, fmt.Errorf("%w: measurement folder %q is the name of an OTLP table", ErrBadName, name)
 	}
 	if err := CheckName("measurement", name); err != nil {
 		return nil, err

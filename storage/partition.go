@@ -1,10 +1,7 @@
 package storage
 
 import (
-	"errors"
-	"fmt"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -23,21 +20,6 @@ const (
 	parquetExt    = ".parquet"
 	hourNanos     = int64(time.Hour)
 )
-
-// ErrBadName reports a database or table name that is not a safe directory
-// name.
-var ErrBadName = errors.New("name must match [A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
-
-// CheckName rejects names that could escape the data directory or collide
-// with the sidecar's own directories.
-func CheckName(kind, name string) error {
-	if !nameRE.MatchString(name) || name == systemDirName {
-		return fmt.Errorf("%s %q: %w", kind, name, ErrBadName)
-	}
-	return nil
-}
 
 // partKey names one partition: a table of a database and one UTC hour.
 type partKey struct {

@@ -423,7 +423,11 @@ func TestCheckName(t *testing.T) {
 		ok   bool
 	}{
 		{"default", true}, {"prod-eu_1", true}, {"", false}, {"..", false}, {"../etc", false},
-		{"a/b", false}, {"/abs", false}, {".hidden", false}, {systemDirName, false}, {strings.Repeat("a", 65), false},
+		{"a/b", false}, {"/abs", false}, {".hidden", false}, {systemDirName, false}, {"%5Farcstore", true},
+		{strings.Repeat("a", 255), true}, {strings.Repeat("a", 256), false},
+		{"java.lang%3Atype%3DMemory", true}, {"java.lang%3atype%3dMemory", false}, {"%61bc", false}, {"a%", false}, {"a%4", false},
+		{"disk%20io", true}, {"disk io", false}, {"temp%C3%A9rature", true}, {"bad%FFutf8", false}, {"nl%0A", false},
+		{"a.", false}, {"a%2E", true}, {"%2E%2E", true}, {"%2E.", false}, {"traces", true},
 	} {
 		t.Run(fmt.Sprintf("%q", tt.name), func(t *testing.T) {
 			err := CheckName("database", tt.name)
@@ -439,6 +443,59 @@ func TestCheckName(t *testing.T) {
 // TestRetriedBatchIsStoredOnce covers a batch made durable whose
 // acknowledgement was lost: the retry, before or after a flush or a crash,
 // is acknowledged without a second copy.
+// TestFolderNames: every name InfluxDB takes is stored under a folder
+// name that is one plain path element of RFC 3986's unreserved characters
+// and percent escapes, maps back to the name, and stays as it is for a name
+// that was a valid folder name before (issue 31 item 7).
+func TestFolderNames(t *testing.T) {
+	for _, tt := range []struct {
+		name, measurement, database string
+	}{
+		{"cpu", "cpu", "cpu"},
+		{"prod-eu_1", "prod-eu_1", "prod-eu_1"},
+		{"apiserver_flowcontrol_priority_level_request_count_watermarks_bucket", "apiserver_flowcontrol_priority_level_request_count_watermarks_bucket", "apiserver_flowcontrol_priority_level_request_count_watermarks_bucket"},
+		{"job:http_requests:rate5m", "job%3Ahttp_requests%3Arate5m", "job%3Ahttp_requests%3Arate5m"},
+		{"java.lang:type=Memory", "java.lang%3Atype%3DMemory", "java.lang%3Atype%3DMemory"},
+		{"disk io", "disk%20io", "disk%20io"},
+		{"température", "temp%C3%A9rature", "temp%C3%A9rature"},
+		{"telegraf.autogen", "telegraf.autogen", "telegraf.autogen"},
+		{"~user", "~user", "~user"},
+		{"../etc", "%2E.%2Fetc", "%2E.%2Fetc"},
+		{"..", "%2E%2E", "%2E%2E"},
+		{".hidden", "%2Ehidden", "%2Ehidden"},
+		{"end.", "end%2E", "end%2E"},
+		{"100%", "100%25", "100%25"},
+		{`C:\a*?"<>|`, "C%3A%5Ca%2A%3F%22%3C%3E%7C", "C%3A%5Ca%2A%3F%22%3C%3E%7C"},
+		{"traces", "%74races", "traces"},
+		{"Traces", "Traces", "Traces"},
+		{systemDirName, systemDirName, "%5Farcstore"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := MeasurementFolder(tt.name)
+			require.NoError(t, err)
+			assert.Equal(t, tt.measurement, m)
+			db, err := DatabaseFolder(tt.name)
+			require.NoError(t, err)
+			assert.Equal(t, tt.database, db)
+			for kind, f := range map[string]string{"measurement": m, "database": db} {
+				back, err := NameOfFolder(f)
+				require.NoError(t, err)
+				assert.Equal(t, tt.name, back, "the folder maps back to the name")
+				assert.NoError(t, CheckName(kind, f))
+				assert.Equal(t, f, filepath.Base(f), "one path element")
+			}
+		})
+	}
+	for _, bad := range []string{"", "a\nb", "nul\x00", "bad\xffutf8", strings.Repeat("é", 43)} {
+		_, err := MeasurementFolder(bad)
+		assert.ErrorIs(t, err, ErrBadName, "%q", bad)
+		_, err = DatabaseFolder(bad)
+		assert.ErrorIs(t, err, ErrBadName, "%q", bad)
+	}
+	_, err := MeasurementFolder(strings.Repeat("é", 42))
+	assert.NoError(t, err, "42 two-byte characters take 252 bytes escaped")
+}
+
 func TestRetriedBatchIsStoredOnce(t *testing.T) {
 	dir := t.TempDir()
 	tbl, err := LookupTable(schema.TableLogs)

@@ -98,16 +98,22 @@ func TestArcWriteAPIEndToEnd(t *testing.T) {
 		header map[string]string
 		status int
 	}{
-		"no token":                {pack(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{base.Unix()}}}), nil, http.StatusUnauthorized},
-		"mismatched lengths":      {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix(), base.Unix()}, "v": []int{1}}}), auth, http.StatusBadRequest},
-		"unsupported type":        {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix()}, "v": []map[string]int{{"a": 1}}}}), auth, http.StatusBadRequest},
-		"bad compression":         {append([]byte{0x28, 0xb5, 0x2f, 0xfd}, 1, 2, 3, 4, 5), auth, http.StatusBadRequest},
-		"unsafe database":         {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix()}}}), map[string]string{"Authorization": "Bearer s3cret", "x-arc-database": "../../etc"}, http.StatusBadRequest},
-		"measurement path escape": {pack(t, map[string]any{"m": "../bad", "columns": map[string]any{"time": []int64{base.Unix()}}}), auth, http.StatusBadRequest},
+		"no token":            {pack(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": []int64{base.Unix()}}}), nil, http.StatusUnauthorized},
+		"mismatched lengths":  {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix(), base.Unix()}, "v": []int{1}}}), auth, http.StatusBadRequest},
+		"unsupported type":    {pack(t, map[string]any{"m": "bad", "columns": map[string]any{"time": []int64{base.Unix()}, "v": []map[string]int{{"a": 1}}}}), auth, http.StatusBadRequest},
+		"bad compression":     {append([]byte{0x28, 0xb5, 0x2f, 0xfd}, 1, 2, 3, 4, 5), auth, http.StatusBadRequest},
+		"a control character": {pack(t, map[string]any{"m": "bad\x00", "columns": map[string]any{"time": []int64{base.Unix()}}}), auth, http.StatusBadRequest},
+		"a name too long":     {pack(t, map[string]any{"m": "bad"}), map[string]string{"Authorization": "Bearer s3cret", "x-arc-database": strings.Repeat("ü", 50)}, http.StatusBadRequest},
 	} {
 		assert.Equal(t, c.status, post(t, url, c.body, c.header), name)
 	}
+	// Names that spell paths are stored, each as one folder inside the
+	// data directory (storage.MeasurementFolder).
+	escape := pack(t, map[string]any{"m": "../escape", "columns": map[string]any{"time": []int64{base.Unix()}}})
+	require.Equal(t, http.StatusNoContent, post(t, url, escape, map[string]string{"Authorization": "Bearer s3cret", "x-arc-database": "../../etc"}))
 	sc.stop(t, 30*time.Second)
+	assert.EqualValues(t, 1, one(t, "SELECT count(*) FROM read_parquet('"+dataDir+"/%2E.%2F..%2Fetc/%2E.%2Fescape/**/*.parquet')"))
+	assert.NoFileExists(t, filepath.Join(filepath.Dir(dataDir), "escape"))
 
 	cpu := "read_parquet('" + dataDir + "/default/cpu/**/*.parquet', hive_partitioning = true, union_by_name = true)"
 	rows := duckdb(t, "SELECT count(*) AS n, count(DISTINCT host) AS hosts, min(time) = max(time) AS one_time, "+
@@ -121,8 +127,8 @@ func TestArcWriteAPIEndToEnd(t *testing.T) {
 	assert.InDelta(t, 42.5*float64(sent), r["usage"], 1e-9)
 	assert.EqualValues(t, 8*sent, r["cores"])
 	assert.Equal(t, true, r["busy"])
-	tables := duckdb(t, "SELECT DISTINCT split_part(file, '/', -4) AS t FROM glob('"+dataDir+"/**/*.parquet')")
-	assert.Len(t, tables, 1, "the refused payloads wrote nothing: %v", tables)
+	tables := duckdb(t, "SELECT DISTINCT split_part(file, '/', -4) AS t FROM glob('"+dataDir+"/**/*.parquet') ORDER BY t")
+	assert.Equal(t, []map[string]any{{"t": "%2E.%2Fescape"}, {"t": "cpu"}}, tables, "the refused payloads wrote nothing")
 }
 
 // TestRandomIDPagesReadByEngines: the flush writes pages of random ids as
