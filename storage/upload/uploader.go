@@ -46,7 +46,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBackoff bounds the wait before retrying after a failure.
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
+	// Table, if set, is settled before an object or a local partition is
+	// deleted (Iceberg tables over the bucket).
+	Table  Table
+	Logger *slog.Logger
 }
 
 // Defaults.
@@ -397,6 +400,10 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
+		if errors.Is(err, errTableBehind) {
+			u.log.Warn("the table over the bucket is behind; the partition's old objects and local files are kept until it commits", "partition", p.rel, "error", err)
+			continue
+		}
 		if !errors.Is(err, ErrRefused) {
 			return 0, err
 		}
@@ -560,10 +567,14 @@ func (u *Uploader) settleDrop(m *manifest, p *localPartition) (*manifest, bool) 
 // longer in the partition: a compaction merged them into a file that is
 // now uploaded.
 func (u *Uploader) dropReplaced(ctx context.Context, m *manifest, p *localPartition) error {
-	for _, o := range slices.Clone(m.Objects) {
-		if _, ok := p.file(o.File); ok {
-			continue
-		}
+	live, gone := split(m, p)
+	if len(gone) == 0 {
+		return nil
+	}
+	if err := u.settle(ctx, m, live, gone); err != nil {
+		return err
+	}
+	for _, o := range gone {
 		rctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 		err := u.cfg.Bucket.Delete(rctx, o.Key)
 		cancel()
@@ -604,6 +615,9 @@ func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition
 			return err
 		}
 	}
+	if err := u.settle(ctx, m, m.Objects, nil); err != nil {
+		return err
+	}
 	m.Dropping = true
 	if err := u.mf.save(m); err != nil {
 		return err
@@ -631,7 +645,10 @@ func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition
 	return nil
 }
 
-var errMismatch = errors.New("object differs from the upload")
+var (
+	errMismatch    = errors.New("object differs from the upload")
+	errTableBehind = errors.New("table not settled")
+)
 
 // verify checks an object is in the bucket as uploaded: same size and ETag.
 func (u *Uploader) verify(ctx context.Context, o object) error {

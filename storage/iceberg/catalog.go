@@ -1,0 +1,161 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/driver/sqliteshim"
+
+	// The bucket warehouse's table IO (s3://).
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
+)
+
+// Environment variables of a REST catalog's credentials (never flags:
+// flags show in ps).
+const (
+	RESTTokenEnv      = "ARCSTORE_ICEBERG_TOKEN"
+	RESTCredentialEnv = "ARCSTORE_ICEBERG_CREDENTIAL" // client_id:client_secret (OAuth2)
+)
+
+// sqlProps are the SQL catalog's settings: create its two tables when
+// missing, with the V1 layout (an iceberg_type column) that Spark's JDBC
+// catalog (jdbc.schema-version=V1) and pyiceberg's SqlCatalog read.
+var sqlProps = iceberg.Properties{"init_catalog_tables": "true", sqlcat.SchemaVersionKey: sqlcat.SchemaVersionV1}
+
+// openCatalog connects to the configured catalog.
+func (c *Committer) openCatalog(ctx context.Context) (catalog.Catalog, error) {
+	uri := c.cfg.Catalog
+	switch {
+	case uri == "":
+		if err := os.MkdirAll(Dir(c.cfg.DataDir), 0o755); err != nil {
+			return nil, fmt.Errorf("create iceberg dir: %w", err)
+		}
+		// Readers (pyiceberg, Spark) lock the file now and then: wait
+		// for them rather than fail the commit.
+		db, err := sql.Open(sqliteshim.ShimName, "file:"+CatalogPath(c.cfg.DataDir)+"?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)")
+		if err != nil {
+			return nil, fmt.Errorf("open catalog: %w", err)
+		}
+		return c.sqlCatalog(db, sqlcat.SQLite)
+	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
+		return c.sqlCatalog(sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri))), sqlcat.Postgres)
+	default:
+		var opts []rest.Option
+		if tok := os.Getenv(RESTTokenEnv); tok != "" {
+			opts = append(opts, rest.WithOAuthToken(tok))
+		}
+		if cred := os.Getenv(RESTCredentialEnv); cred != "" {
+			opts = append(opts, rest.WithCredential(cred))
+		}
+		cat, err := rest.NewCatalog(ctx, CatalogName, uri, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to REST catalog %s: %w", redact(uri), err)
+		}
+		return cat, nil
+	}
+}
+
+func (c *Committer) sqlCatalog(db *sql.DB, d sqlcat.SupportedDialect) (catalog.Catalog, error) {
+	cat, err := sqlcat.NewCatalog(CatalogName, db, d, sqlProps)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open %s catalog: %w", d, err)
+	}
+	c.closeDB = db.Close
+	return cat, nil
+}
+
+// tableProps are every table's properties: format v2; each commit's
+// metadata file replaces the previous ones past the last ten; manifests
+// merge so that a table committed every minute keeps few of them.
+func tableProps() iceberg.Properties {
+	return iceberg.Properties{
+		table.PropertyFormatVersion:               "2",
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "10",
+		table.ManifestMergeEnabledKey:             "true",
+	}
+}
+
+// table loads a table, creating its namespace and itself on first use
+// from the contract's schema (OTLP tables) or the first file's (a
+// measurement's).
+func (c *Committer) table(ctx context.Context, id tableID, files []wanted) (*table.Table, error) {
+	ident := table.Identifier{id.db, id.table}
+	tbl, err := c.cat.LoadTable(ctx, ident)
+	if err == nil || !errors.Is(err, catalog.ErrNoSuchTable) {
+		return tbl, err
+	}
+	var sc *iceberg.Schema
+	if st, ok := schema.Lookup(id.table); ok {
+		if sc, err = icebergSchema(st.Arrow); err != nil {
+			return nil, fmt.Errorf("schema of %s: %w", id, err)
+		}
+	} else {
+		for _, f := range files {
+			as, err := fileSchema(f.local)
+			if err != nil {
+				continue // vanished, or unreadable: the next one
+			}
+			if sc, err = icebergSchema(as); err == nil {
+				break
+			}
+		}
+		if sc == nil {
+			return nil, fmt.Errorf("%w: %s: no file whose schema can start the table", errConflict, id)
+		}
+	}
+	spec, err := partitionSpec(sc)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", id, err)
+	}
+	if err := c.cat.CreateNamespace(ctx, table.Identifier{id.db}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s: %w", id.db, err)
+	}
+	props := tableProps()
+	mapping, err := json.Marshal(sc.NameMapping())
+	if err != nil {
+		return nil, err
+	}
+	props[table.DefaultNameMappingKey] = string(mapping)
+	tbl, err = c.cat.CreateTable(ctx, ident, sc, catalog.WithLocation(c.location(id)), catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return c.cat.LoadTable(ctx, ident) // another committer was first
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	c.log.Info("created an Iceberg table", "table", id.String(), "location", tbl.Location(), "columns", len(sc.Fields()))
+	return tbl, nil
+}
+
+// location is where a table keeps its metadata (and, locally, its links):
+// never inside the hive tree, where a metadata/ folder next to date=...
+// breaks Spark's plain read of the folder.
+func (c *Committer) location(id tableID) string {
+	if b := c.cfg.Bucket; b != nil {
+		key := strings.Trim(b.Prefix, "/")
+		if key != "" {
+			key += "/"
+		}
+		return objectURI(b.Name, key+bucketDirName+"/"+id.db+"/"+id.table)
+	}
+	return fileURI(c.tableDir(id))
+}
+
+// fileURI is an absolute local path as a file:// URI, the form every
+// engine (Spark, pyiceberg, DuckDB) resolves alike.
+func fileURI(p string) string { return "file://" + p }

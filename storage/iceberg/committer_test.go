@@ -1,0 +1,200 @@
+package iceberg
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLocalTableFollowsFiles: flushed files are added, a compaction's swap
+// and retention's deletion are committed, and the table reads back exactly
+// the rows of the hive tree each time; the table's metadata and links stay
+// out of the hive tree.
+func TestLocalTableFollowsFiles(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h1, h2 := e.hour(2), e.hour(1)
+	a, b, c := rows(h1, 50, 0, "api"), rows(h1, 30, 100, "web"), rows(h2, 20, 200, "api")
+	e.write("cpu", h1, "1.parquet", a, false)
+	e.write("cpu", h1, "2.parquet", b, false)
+	e.write("cpu", h2, "1.parquet", c, false)
+
+	cm := e.committer(nil)
+	require.NoError(t, cm.Sync(ctx))
+	tbl := e.load("cpu")
+	assert.Equal(t, e.hiveFiles("cpu"), suffixes(livePaths(t, tbl)))
+	assert.Equal(t, concat(a, b, c), scan(t, tbl))
+	assert.Equal(t, 3.0, testutil.ToFloat64(cm.metrics.files))
+	assert.Equal(t, 0.0, testutil.ToFloat64(cm.metrics.lag))
+	for _, p := range livePaths(t, tbl) {
+		assert.True(t, strings.HasPrefix(p, "file://"+filepath.Join(Dir(e.dir), "default", "cpu", "data")+"/"), p)
+	}
+	assert.True(t, strings.HasPrefix(tbl.MetadataLocation(), "file://"+filepath.Join(Dir(e.dir), "default", "cpu", "metadata")+"/"))
+	assert.Equal(t, []string{"date=2026-11-27"}, dirNames(t, filepath.Join(e.dir, "default", "cpu")), "nothing but partitions in the hive tree")
+	assert.FileExists(t, CatalogPath(e.dir))
+
+	// Nothing changed: no commit.
+	snap := tbl.CurrentSnapshot().SnapshotID
+	require.NoError(t, cm.Sync(ctx))
+	assert.Equal(t, snap, e.load("cpu").CurrentSnapshot().SnapshotID)
+
+	// A compaction merges the hour's two files into one.
+	e.write("cpu", h1, "3-compacted.parquet", concat(a, b), false)
+	e.remove("cpu", h1, "1.parquet", "2.parquet")
+	require.NoError(t, cm.Sync(ctx))
+	tbl = e.load("cpu")
+	assert.Equal(t, e.hiveFiles("cpu"), suffixes(livePaths(t, tbl)))
+	assert.Equal(t, concat(a, b, c), scan(t, tbl))
+	assert.Equal(t, table.OpOverwrite, tbl.CurrentSnapshot().Summary.Operation, "one snapshot swaps the files")
+
+	// The previous snapshot still reads: its replaced files are links that
+	// stay until it expires.
+	prev := tbl.Metadata().SnapshotByID(*tbl.CurrentSnapshot().ParentSnapshotID)
+	assert.Equal(t, concat(a, b, c), scan(t, tbl, table.WithSnapshotID(prev.SnapshotID)))
+
+	// Retention deletes the older hour.
+	require.NoError(t, os.RemoveAll(filepath.Join(e.dir, "default", "cpu", "date="+h1.Format(time.DateOnly), "hour="+strconv.Itoa(h1.Hour()))))
+	require.NoError(t, cm.Sync(ctx))
+	tbl = e.load("cpu")
+	assert.Equal(t, c, scan(t, tbl))
+	assert.Equal(t, 1.0, testutil.ToFloat64(cm.metrics.files))
+	assert.Equal(t, 3.0, testutil.ToFloat64(cm.metrics.commits.WithLabelValues(resultOK)))
+}
+
+// TestExpiryFreesReplacedFiles: once the snapshots that listed replaced
+// files expire, their links go (and with them the disk space); the live
+// files' links and the hive tree stay.
+func TestExpiryFreesReplacedFiles(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := e.hour(1)
+	a, b := rows(h, 10, 0, "api"), rows(h, 10, 10, "api")
+	e.write("cpu", h, "1.parquet", a, false)
+	const retention = 3 * time.Second // longer than the three passes take
+	cm := e.committer(nil, func(c *Config) { c.SnapshotRetention, c.KeepSnapshots = retention, 1 })
+	require.NoError(t, cm.Sync(ctx))
+	e.write("cpu", h, "2.parquet", b, false)
+	require.NoError(t, cm.Sync(ctx))
+	e.write("cpu", h, "3.parquet", concat(a, b), false)
+	e.remove("cpu", h, "1.parquet", "2.parquet")
+	require.NoError(t, cm.Sync(ctx))
+	links := filepath.Join(Dir(e.dir), "default", "cpu", "data", filepath.FromSlash(rel(h)))
+	assert.Equal(t, []string{"1.parquet", "2.parquet", "3.parquet"}, fileNames(t, links), "snapshots not yet expired keep their files")
+
+	time.Sleep(2 * retention) // snapshots carry the wall clock's time
+	require.NoError(t, cm.Sync(ctx))
+	tbl := e.load("cpu")
+	assert.Len(t, tbl.Metadata().Snapshots(), 1)
+	assert.Equal(t, []string{"3.parquet"}, fileNames(t, links))
+	assert.Equal(t, []string{rel(h) + "/3.parquet"}, e.hiveFiles("cpu"))
+	assert.Equal(t, concat(a, b), scan(t, tbl))
+}
+
+// TestSchemaEvolution: a measurement's new column is added to the table as
+// optional (older files read it as null); a file whose column type
+// conflicts with the table's is kept out of it, logged once, and counted.
+func TestSchemaEvolution(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := e.hour(1)
+	a := rows(h, 5, 0, "api")
+	e.write("cpu", h, "1.parquet", a, false)
+	cm := e.committer(nil)
+	require.NoError(t, cm.Sync(ctx))
+
+	eu := "eu"
+	b := rows(h, 5, 10, "web")
+	for i := range b {
+		b[i].Region = &eu
+	}
+	e.write("cpu", h, "2.parquet", b, true)
+	// value as a string: the table's value is a double.
+	bad := arrowSchema(t, map[string]string{"value": "string"})
+	e.writeRecord("cpu", h, "3.parquet", bad, rows(h, 3, 99, "bad"))
+	require.NoError(t, cm.Sync(ctx))
+	tbl := e.load("cpu")
+	f, ok := tbl.Schema().FindFieldByName("region")
+	require.True(t, ok)
+	assert.False(t, f.Required)
+	assert.Equal(t, iceberg.PrimitiveTypes.String, f.Type)
+	nm := tbl.NameMapping()
+	require.NotNil(t, nm)
+	ids := map[string]int{}
+	for _, m := range nm {
+		if m.FieldID != nil {
+			for _, n := range m.Names {
+				ids[n] = *m.FieldID
+			}
+		}
+	}
+	assert.Equal(t, f.ID, ids["region"], "the name mapping knows the new column")
+	assert.Equal(t, concat(a, b), scan(t, tbl))
+	assert.Equal(t, []string{rel(h) + "/1.parquet", rel(h) + "/2.parquet"}, suffixes(livePaths(t, tbl)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(cm.metrics.refused))
+	require.Len(t, cm.refused, 1)
+	for _, why := range cm.refused {
+		assert.Contains(t, why, `column "value" is optional string in the file and optional double in the table`)
+	}
+	// The refused file is not tried again, and not linked.
+	snap := tbl.CurrentSnapshot().SnapshotID
+	require.NoError(t, cm.Sync(ctx))
+	assert.Equal(t, snap, e.load("cpu").CurrentSnapshot().SnapshotID)
+	assert.NoFileExists(t, filepath.Join(Dir(e.dir), "default", "cpu", "data", filepath.FromSlash(rel(h)), "3.parquet"))
+}
+
+// TestNanosecondFilesRefused: Iceberg v2 has no nanosecond timestamps; a
+// file written with them (by a build before microseconds) stays out.
+func TestNanosecondFilesRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := e.hour(1)
+	e.write("cpu", h, "1.parquet", rows(h, 5, 0, "api"), false)
+	e.writeRecord("cpu", h, "2.parquet", arrowSchema(t, map[string]string{"time": "ns"}), rows(h, 5, 10, "api"))
+	cm := e.committer(nil)
+	require.NoError(t, cm.Sync(ctx))
+	assert.Equal(t, rows(h, 5, 0, "api"), scan(t, e.load("cpu")))
+	require.Len(t, cm.refused, 1)
+	for _, why := range cm.refused {
+		assert.Contains(t, why, `column "time" is a ns timestamp; Iceberg v2 tables take microseconds`)
+	}
+}
+
+func concat(parts ...[]row) []row {
+	var out []row
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func fileNames(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range dirNames(t, dir) {
+		if !strings.HasPrefix(n, ".") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
