@@ -43,10 +43,14 @@ func newEnv(t *testing.T) *env {
 }
 
 // hour is the start of the hour h hours before now.
-func (e *env) hour(h int) time.Time { return e.now.Truncate(time.Hour).Add(-time.Duration(h) * time.Hour) }
+func (e *env) hour(h int) time.Time {
+	return e.now.Truncate(time.Hour).Add(-time.Duration(h) * time.Hour)
+}
 
 // rel is the hive partition of an hour: date=D/hour=H.
-func rel(t time.Time) string { return fmt.Sprintf("date=%s/hour=%d", t.Format(time.DateOnly), t.Hour()) }
+func rel(t time.Time) string {
+	return fmt.Sprintf("date=%s/hour=%d", t.Format(time.DateOnly), t.Hour())
+}
 
 func (e *env) partitionDir(table string, hour time.Time) string {
 	return filepath.Join(e.dir, "default", table, filepath.FromSlash(rel(hour)))
