@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -45,7 +47,10 @@ func (c *Committer) openCatalog(ctx context.Context) (catalog.Catalog, error) {
 		}
 		// Readers (pyiceberg, Spark) lock the file now and then: wait
 		// for them rather than fail the commit.
-		db, err := sql.Open(sqliteshim.ShimName, "file:"+CatalogPath(c.cfg.DataDir)+"?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)")
+		// A URI: its path escaped, or a # or ? in the data directory's
+		// path would cut it short and open another file.
+		dsn := "file:" + (&url.URL{Path: filepath.ToSlash(CatalogPath(c.cfg.DataDir))}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)"
+		db, err := sql.Open(sqliteshim.ShimName, dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open catalog: %w", err)
 		}
@@ -157,5 +162,15 @@ func (c *Committer) location(id tableID) string {
 }
 
 // fileURI is an absolute local path as a file:// URI, the form every
-// engine (Spark, pyiceberg, DuckDB) resolves alike.
-func fileURI(p string) string { return "file://" + p }
+// engine (Spark, pyiceberg, DuckDB) resolves alike; characters a URI
+// reserves (#, ?, %) are escaped.
+func fileURI(p string) string { return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String() }
+
+// localPath is the path of a file:// URI.
+func localPath(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" {
+		return uri
+	}
+	return filepath.FromSlash(u.Path)
+}

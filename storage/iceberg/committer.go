@@ -579,16 +579,9 @@ func (c *Committer) addColumns(ctx context.Context, tbl *table.Table, cols []ice
 // compaction) locally, the local copy of an object in the bucket.
 func (c *Committer) readPath(f wanted) string {
 	if c.cfg.Bucket == nil {
-		return trimFileURI(f.path)
+		return localPath(f.path)
 	}
 	return f.local
-}
-
-func trimFileURI(p string) string {
-	if len(p) > len("file://") && p[:len("file://")] == "file://" {
-		return p[len("file://"):]
-	}
-	return p
 }
 
 // dataFiles reads each file's footer for its statistics and partition.
@@ -651,7 +644,7 @@ func (c *Committer) refuse(f wanted, err error) {
 	}
 	c.refused[key] = err.Error()
 	if c.cfg.Bucket == nil && f.path != "" {
-		_ = os.Remove(trimFileURI(f.path)) // its link, made before its schema was read
+		_ = os.Remove(localPath(f.path)) // its link, made before its schema was read
 	}
 	c.log.Error("a Parquet file stays out of its Iceberg table (plain readers still see it)", "file", f.local, "error", err)
 }

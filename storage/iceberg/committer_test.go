@@ -198,3 +198,22 @@ func fileNames(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestReservedCharactersInDataDir: a data directory whose path holds
+// characters URIs reserve (#, ?, %, a space) keeps its catalog, metadata
+// and links where they belong (unescaped, a # cut the SQLite URI short and
+// every such directory shared one catalog file).
+func TestReservedCharactersInDataDir(t *testing.T) {
+	e := newEnv(t)
+	e.dir = filepath.Join(t.TempDir(), "a#b?c%d e", "data")
+	h := e.hour(1)
+	want := rows(h, 5, 0, "api")
+	e.write("cpu", h, "1.parquet", want, false)
+	require.NoError(t, e.committer(nil).Sync(context.Background()))
+	assert.FileExists(t, CatalogPath(e.dir))
+	tbl := e.load("cpu")
+	assert.Equal(t, want, scan(t, tbl))
+	for _, p := range livePaths(t, tbl) {
+		assert.FileExists(t, localPath(p))
+	}
+}

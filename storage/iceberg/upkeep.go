@@ -2,7 +2,9 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -23,6 +25,12 @@ func (c *Committer) upkeep(ctx context.Context, tbl *table.Table) error {
 			return fmt.Errorf("expire snapshots: %w", err)
 		}
 		next, err := txn.Commit(ctx)
+		if next != nil && onlyMissing(err) {
+			// Committed; the files it deleted afterwards were gone already:
+			// an earlier expiry deleted those a later snapshot still
+			// listed as removed.
+			err = nil
+		}
 		if err != nil {
 			return c.counted(fmt.Errorf("commit expired snapshots: %w", err))
 		}
@@ -63,4 +71,21 @@ func (c *Committer) expirable(tbl *table.Table) bool {
 		}
 	}
 	return false
+}
+
+// onlyMissing says whether err is nil or made only of "file does not
+// exist" errors.
+func onlyMissing(err error) bool {
+	if err == nil {
+		return true
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyMissing(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, fs.ErrNotExist)
 }
