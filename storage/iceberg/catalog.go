@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,7 +59,7 @@ func (c *Committer) openCatalog(ctx context.Context) (catalog.Catalog, error) {
 	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
 		return c.sqlCatalog(sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri))), sqlcat.Postgres)
 	default:
-		var opts []rest.Option
+		opts := []rest.Option{rest.WithAdditionalProps(c.ioProps())}
 		if tok := os.Getenv(RESTTokenEnv); tok != "" {
 			opts = append(opts, rest.WithOAuthToken(tok))
 		}
@@ -74,13 +75,26 @@ func (c *Committer) openCatalog(ctx context.Context) (catalog.Catalog, error) {
 }
 
 func (c *Committer) sqlCatalog(db *sql.DB, d sqlcat.SupportedDialect) (catalog.Catalog, error) {
-	cat, err := sqlcat.NewCatalog(CatalogName, db, d, sqlProps)
+	props := c.ioProps()
+	maps.Copy(props, sqlProps)
+	cat, err := sqlcat.NewCatalog(CatalogName, db, d, props)
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s catalog: %w", d, err)
 	}
 	c.closeDB = db.Close
 	return cat, nil
+}
+
+// ioProps are the catalog's settings for the tables' file IO: the
+// bucket's endpoint, region and addressing (credentials come from the AWS
+// SDK's chain).
+func (c *Committer) ioProps() iceberg.Properties {
+	props := iceberg.Properties{}
+	if c.cfg.Bucket != nil {
+		maps.Copy(props, c.cfg.Bucket.Props)
+	}
+	return props
 }
 
 // tableProps are every table's properties: format v2; each commit's

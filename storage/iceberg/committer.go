@@ -39,6 +39,7 @@ type Committer struct {
 	refused map[string]string    // files no table takes, by table path; logged once
 	files   map[tableID]int      // data files per table after the last pass
 	seen    map[string]time.Time // bucket: when a pass first found an object not in its table
+	lastOK  time.Time            // when a pass last completed (or the committer started)
 	cleaned map[tableID]time.Time
 
 	readyMu  sync.Mutex
@@ -66,7 +67,7 @@ func New(cfg Config) (*Committer, error) {
 	return &Committer{
 		cfg: cfg, log: log, metrics: newMetrics(),
 		refused: map[string]string{}, files: map[tableID]int{}, seen: map[string]time.Time{}, cleaned: map[tableID]time.Time{},
-		wake: make(chan struct{}, 1), now: time.Now,
+		wake: make(chan struct{}, 1), now: time.Now, lastOK: time.Now(),
 	}, nil
 }
 
@@ -166,14 +167,25 @@ func (c *Committer) Sync(ctx context.Context) error {
 }
 
 func (c *Committer) sync(ctx context.Context) error {
-	if err := c.connect(ctx); err != nil {
-		return err
-	}
 	ts, err := c.list()
 	if err != nil {
 		return err
 	}
 	now := c.now()
+	if err := c.connect(ctx); err != nil {
+		// Unreachable: what arrived since the last pass that completed
+		// waits.
+		var oldest time.Time
+		for _, t := range ts {
+			for _, p := range t.partitions {
+				if o := oldestSince(c.since(p.files, c.lastOK)); !o.IsZero() && (oldest.IsZero() || o.Before(oldest)) {
+					oldest = o
+				}
+			}
+		}
+		c.setLag(now, oldest)
+		return err
+	}
 	var oldest time.Time
 	var errs []error
 	ids := slices.SortedFunc(maps.Keys(ts), func(a, b tableID) int { return cmpID(a, b) })
@@ -189,11 +201,7 @@ func (c *Committer) sync(ctx context.Context) error {
 			oldest = pending
 		}
 	}
-	var lag float64
-	if !oldest.IsZero() {
-		lag = max(now.Sub(oldest).Seconds(), 0)
-	}
-	c.metrics.lag.Set(lag)
+	c.setLag(now, oldest)
 	var n int
 	for _, k := range c.files {
 		n += k
@@ -203,8 +211,19 @@ func (c *Committer) sync(ctx context.Context) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	c.lastOK = now
 	c.metrics.lastCommitted.Set(float64(now.Unix()))
 	return nil
+}
+
+// setLag sets the lag gauge: how long the oldest file missing from its
+// table has waited.
+func (c *Committer) setLag(now, oldest time.Time) {
+	var lag float64
+	if !oldest.IsZero() {
+		lag = max(now.Sub(oldest).Seconds(), 0)
+	}
+	c.metrics.lag.Set(lag)
 }
 
 func cmpID(a, b tableID) int {
@@ -245,15 +264,18 @@ func (c *Committer) list() (tables, error) {
 		if err != nil {
 			return nil, err
 		}
+		// An object's wait starts when a pass first finds it (its file's
+		// own age counts the hour and the upload before it).
 		now := c.now()
 		for _, t := range ts {
 			for _, p := range t.partitions {
 				for i, f := range p.files {
-					if s, ok := c.seen[f.path]; ok {
-						p.files[i].since = s
-					} else {
-						p.files[i].since = now
+					s, ok := c.seen[f.path]
+					if !ok {
+						s = now
+						c.seen[f.path] = s
 					}
+					p.files[i].since = s
 				}
 			}
 		}
@@ -293,7 +315,9 @@ func (c *Committer) reconcile(ctx context.Context, tf *tableFiles) (time.Time, e
 		}
 		all = append(all, p.files...)
 	}
-	pendingSince := oldestSince(all, nil)
+	// Until the table says which files it has, those that arrived since
+	// the last pass that completed wait.
+	pendingSince := oldestSince(c.since(all, c.lastOK))
 	if len(all) == 0 && !c.known(ctx, tf.id) {
 		return time.Time{}, nil
 	}
@@ -328,7 +352,7 @@ func (c *Committer) reconcile(ctx context.Context, tf *tableFiles) (time.Time, e
 		}
 		n, err := c.commit(ctx, tbl, adds, removes)
 		if err != nil {
-			return oldestSince(adds, c.seen), err
+			return oldestSince(adds), err
 		}
 		c.files[tf.id] = len(live) + n - len(removes)
 		if err := c.step("committed"); err != nil {
@@ -353,16 +377,22 @@ func (c *Committer) known(ctx context.Context, id tableID) bool {
 	return err == nil && ok
 }
 
-func oldestSince(files []wanted, seen map[string]time.Time) time.Time {
+// since are the files that arrived after t.
+func (c *Committer) since(files []wanted, t time.Time) []wanted {
+	var out []wanted
+	for _, f := range files {
+		if f.since.After(t) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func oldestSince(files []wanted) time.Time {
 	var t time.Time
 	for _, f := range files {
 		if t.IsZero() || f.since.Before(t) {
 			t = f.since
-		}
-		if seen != nil {
-			if _, ok := seen[f.path]; !ok {
-				seen[f.path] = f.since
-			}
 		}
 	}
 	return t

@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/arc-otel/arc-otel/storage"
 )
@@ -43,9 +46,25 @@ type Config struct {
 // Bucket is the object-storage warehouse: the uploader's bucket.
 type Bucket struct {
 	Name, Prefix string
-	// Props are iceberg-go's S3 settings (s3.endpoint, s3.region, ...);
-	// credentials come from the AWS SDK's chain like the uploader's.
+	// Props are iceberg-go's S3 settings (BucketProps); credentials come
+	// from the AWS SDK's chain like the uploader's.
 	Props map[string]string
+}
+
+// BucketProps are iceberg-go's S3 settings for the uploader's server: an
+// endpoint (empty: AWS S3), the region, path-style addressing. With an
+// endpoint the SDK's newer checksums are off, as they are for the
+// uploader: several S3-compatible servers refuse them.
+func BucketProps(endpoint, region string, pathStyle bool) map[string]string {
+	props := map[string]string{
+		iceio.S3Region:                 region,
+		iceio.S3ForceVirtualAddressing: strconv.FormatBool(!pathStyle),
+	}
+	if endpoint != "" {
+		props[iceio.S3EndpointURL] = endpoint
+		props[iceio.S3CompatMode] = "true"
+	}
+	return props
 }
 
 // Defaults.

@@ -24,7 +24,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 		t.Helper()
 		e := newEnv(t)
 		ctx := context.Background()
-		fast := func(c *Config) { c.SnapshotRetention, c.KeepSnapshots, c.OrphanAge = time.Nanosecond, 1, time.Nanosecond }
+		fast := func(c *Config) {
+			c.SnapshotRetention, c.KeepSnapshots, c.OrphanAge = time.Nanosecond, 1, time.Nanosecond
+		}
 		cm := e.committer(hook, fast)
 		// run is one phase: a pass, and after a crash a new committer and
 		// passes until one completes.
