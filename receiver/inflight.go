@@ -10,19 +10,19 @@ import (
 )
 
 // inflightRequests is how many requests' worth of -max-decoded-memory may
-// be decoding or waiting for their commit at once: a request's columns,
-// then its Arrow record and IPC copy, take about three times what its
-// budget counts, so three budgets bound all write requests together,
-// whatever their number and mix (besides the compressed copy of a small
-// gzip body, at most maxWholeGzip, each holds while it decodes).
+// be decoding or waiting for their commit at once. A request's budget
+// counts what it holds: its decoded columns, and once they are built, the
+// copy of them written to the WAL and what building them takes (besides
+// the compressed copy of a small gzip body, at most maxWholeGzip, each
+// holds while it decodes).
 const inflightRequests = 3
 
 // inflight bounds the memory of the write requests in progress. A request
 // reserves its whole budget before it reads its body (so the semaphore is
 // taken once and nothing waits while holding part of it: no deadlock),
-// keeps three times what its columns took once decoded, and gives the rest
-// back when it is answered. Requests past the bound wait their turn in
-// arrival order; a client that gives up stops waiting.
+// keeps what its budget counts once its batches are built, and gives the
+// rest back when it is answered. Requests past the bound wait their turn
+// in arrival order; a client that gives up stops waiting.
 type inflight struct {
 	once   sync.Once
 	sem    *semaphore.Weighted

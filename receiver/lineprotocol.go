@@ -144,6 +144,5 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return decodeError(err)
 	}
-	t.keep(inflightRequests * budget.Used())
-	return h.Arc.store(r.Context(), database, ms, arrived)
+	return h.Arc.store(r.Context(), database, ms, arrived, budget, t)
 }

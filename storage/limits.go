@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -122,34 +123,63 @@ func (l Limits) CheckMeasurement(name string, rec arrow.RecordBatch) (*Table, er
 // CheckRequest checks the partitions a request's batches write to
 // against MaxPartitionsPerRequest.
 func (l Limits) CheckRequest(batches []Batch) error {
-	l = l.withDefaults()
-	type part struct {
-		database, table string
-		hour            int64
-	}
-	seen := map[part]bool{}
+	parts := l.Partitions()
 	for _, b := range batches {
 		ts, ok := b.Rec.Column(b.Table.timeCol).(*array.Timestamp)
 		if !ok {
 			continue
 		}
-		last, counted := int64(0), false
-		for _, v := range ts.Values() {
-			// Rows come in runs of one hour: only a new hour needs the map.
-			h := hourOf(int64(v))
-			if counted && h == last {
-				continue
-			}
-			last, counted = h, true
-			p := part{b.Database, b.Table.Name, h}
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			if len(seen) > l.MaxPartitionsPerRequest {
-				return fmt.Errorf("%w: the request writes to more than %d partitions (table and UTC hour; -max-partitions-per-request); send rows of fewer hours per request",
-					ErrOverLimit, l.MaxPartitionsPerRequest)
-			}
+		unit := ts.DataType().(*arrow.TimestampType).Unit
+		if err := parts.Add(b.Database, b.Table.Name, unit, arrow.Int64Traits.CastFromBytes(arrow.TimestampTraits.CastToBytes(ts.Values()))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Partitions counts the partitions (table and UTC hour) a request writes
+// to against MaxPartitionsPerRequest, as its rows are added. A caller that
+// has a request's times before it builds its batches counts them first:
+// a request of 90 000 one-row measurements is then refused for the cost of
+// decoding it, not of building 90 000 records, schemas and IPC streams.
+type Partitions struct {
+	max  int
+	seen map[requestPartition]struct{}
+}
+
+type requestPartition struct {
+	database, table string
+	hour            int64
+}
+
+// Partitions starts a count of a request's partitions.
+func (l Limits) Partitions() *Partitions {
+	return &Partitions{max: l.withDefaults().MaxPartitionsPerRequest, seen: map[requestPartition]struct{}{}}
+}
+
+// Add counts the partitions of rows of a table at times, in unit since the
+// epoch; past the limit it returns ErrOverLimit naming it.
+func (p *Partitions) Add(database, table string, unit arrow.TimeUnit, times []int64) error {
+	perHour := int64(time.Hour / unit.Multiplier())
+	last, counted := int64(0), false
+	for _, v := range times {
+		// Rows come in runs of one hour: only a new hour needs the map.
+		h := v / perHour
+		if v%perHour < 0 {
+			h-- // floored, as hourOf
+		}
+		if counted && h == last {
+			continue
+		}
+		last, counted = h, true
+		k := requestPartition{database, table, h}
+		if _, ok := p.seen[k]; ok {
+			continue
+		}
+		p.seen[k] = struct{}{}
+		if len(p.seen) > p.max {
+			return fmt.Errorf("%w: the request writes to more than %d partitions (measurement or table, and UTC hour; -max-partitions-per-request); send fewer measurements or hours per request",
+				ErrOverLimit, p.max)
 		}
 	}
 	return nil

@@ -92,3 +92,29 @@ func TestCheckMeasurementRefusesTakenNames(t *testing.T) {
 		})
 	}
 }
+
+// TestPartitionsCountHoursInAnyUnit: the same instants count the same
+// partitions whatever the time column's unit, hours before the epoch
+// floored as the partitions' folders are.
+func TestPartitionsCountHoursInAnyUnit(t *testing.T) {
+	instants := []time.Duration{-time.Hour - 1, -1, 0, time.Hour - 1, time.Hour, 3 * time.Hour}
+	for _, unit := range []arrow.TimeUnit{arrow.Nanosecond, arrow.Microsecond, arrow.Millisecond, arrow.Second} {
+		t.Run(unit.String(), func(t *testing.T) {
+			times := make([]int64, len(instants))
+			for i, d := range instants {
+				times[i] = int64(d / unit.Multiplier())
+				if d < 0 && d%unit.Multiplier() != 0 {
+					times[i]-- // floored to the unit, as a clock would read it
+				}
+			}
+			// -2h..-1h, -1h..0, 0..1h, 1h..2h, 3h..4h: five partitions.
+			assert.NoError(t, Limits{MaxPartitionsPerRequest: 5}.Partitions().Add("default", "cpu", unit, times))
+			err := Limits{MaxPartitionsPerRequest: 4}.Partitions().Add("default", "cpu", unit, times)
+			assert.ErrorIs(t, err, ErrOverLimit)
+			assert.ErrorContains(t, err, "more than 4 partitions")
+			parts := Limits{MaxPartitionsPerRequest: 5}.Partitions()
+			assert.NoError(t, parts.Add("default", "cpu", unit, times))
+			assert.ErrorIs(t, parts.Add("other", "cpu", unit, times[:1]), ErrOverLimit, "another database's hour is another partition")
+		})
+	}
+}
