@@ -170,7 +170,7 @@ func (h *MsgpackHandler) admit(w http.ResponseWriter, r *http.Request) (*ticket,
 // budget, else 400.
 func decodeError(err error) error {
 	if errors.Is(err, arcmsgpack.ErrTooLarge) {
-		return fail(http.StatusRequestEntityTooLarge, "%v", err)
+		return fail(http.StatusRequestEntityTooLarge, "%v (-max-decoded-memory); send smaller requests", err)
 	}
 	return fail(http.StatusBadRequest, "%v", err)
 }

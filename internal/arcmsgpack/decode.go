@@ -218,7 +218,7 @@ func (d *decoder) item(n int, where string, top bool) error {
 				return wrap(err)
 			}
 		case keyTime:
-			if d.row.time, err = d.scalar(keyTime); err != nil {
+			if d.row.time, err = d.scalar(keyTime, ""); err != nil {
 				return wrap(err)
 			}
 		case keyTags:
@@ -230,7 +230,7 @@ func (d *decoder) item(n int, where string, top bool) error {
 				return wrap(err)
 			}
 		case keyHost:
-			v, err := d.scalar(keyHost)
+			v, err := d.scalar(keyHost, "")
 			if err != nil {
 				return wrap(err)
 			}
@@ -357,7 +357,7 @@ func (d *decoder) pairs(what string, into []keyValue) ([]keyValue, error) {
 		if err != nil {
 			return into, err
 		}
-		v, err := d.scalar(fmt.Sprintf("%s %q", what, key))
+		v, err := d.scalar(what, key)
 		if err != nil {
 			return into, err
 		}
@@ -374,13 +374,20 @@ func (d *decoder) pairs(what string, into []keyValue) ([]keyValue, error) {
 	return into, nil
 }
 
-// scalar reads one int, float, string, bool or nil.
-func (d *decoder) scalar(what string) (any, error) {
+// scalar reads one int, float, string, bool or nil: what, or the value
+// of key in what (named only in an error, so that reading it allocates
+// nothing but the value).
+func (d *decoder) scalar(what, key string) (any, error) {
+	bad := func(s string) error {
+		if key != "" {
+			return inputErr("%s %q: %s", what, key, s)
+		}
+		return inputErr("%s: %s", what, s)
+	}
 	c, err := d.dec.PeekCode()
 	if err != nil {
-		return nil, inputErr("%s: truncated", what)
+		return nil, bad("truncated")
 	}
-	bad := func(s string) error { return inputErr("%s: %s", what, s) }
 	switch {
 	case c == msgpcode.Nil:
 		d.dec.skipNil()

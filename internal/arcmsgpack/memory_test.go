@@ -201,3 +201,58 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestRowsAreCharged: what gathering rows allocates (row tables, their
+// maps and columns, garbage included) is charged to the budget, for row
+// format payloads and for Rows' other users (line protocol), whether the
+// rows are of many tiny measurements or of one wide one.
+func TestRowsAreCharged(t *testing.T) {
+	for _, shape := range []struct{ measurements, rows, fields int }{
+		{90_000, 1, 1}, {1_000, 1, 10}, {1, 10_000, 10}, {100, 100, 100},
+	} {
+		t.Run(fmt.Sprintf("%d measurements of %d rows of %d fields", shape.measurements, shape.rows, shape.fields), func(t *testing.T) {
+			names, fields := make([]string, shape.measurements), make([]string, shape.fields)
+			for i := range names {
+				names[i] = fmt.Sprintf("m%d", i)
+			}
+			for i := range fields {
+				fields[i] = fmt.Sprintf("f%d", i)
+			}
+			b := NewBudget(1 << 30)
+			got := allocated(func() {
+				r := NewRows(b)
+				for _, name := range names {
+					for row := range shape.rows {
+						require.NoError(t, r.Begin(name, int64(row)))
+						for _, f := range fields {
+							col, err := r.Field(f)
+							require.NoError(t, err)
+							require.NoError(t, col.AppendInt(1))
+						}
+						require.NoError(t, r.End())
+					}
+				}
+				_ = r.Measurements()
+			})
+			assert.LessOrEqual(t, got, b.Used(), "gathering rows allocated more than it charged")
+
+			var recs []any
+			for _, name := range names {
+				for row := range shape.rows {
+					fs := map[string]any{}
+					for _, f := range fields {
+						fs[f] = row
+					}
+					recs = append(recs, map[string]any{"m": name, "t": nowMs + int64(row), "fields": fs, "tags": map[string]any{"host": "a"}})
+				}
+			}
+			body := pack(t, recs)
+			b = NewBudget(1 << 30)
+			got = allocated(func() {
+				_, err := DecodeWithin(body, b)
+				require.NoError(t, err)
+			})
+			assert.LessOrEqual(t, got, b.Used(), "decoding rows allocated more than it charged")
+		})
+	}
+}

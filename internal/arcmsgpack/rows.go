@@ -2,6 +2,8 @@ package arcmsgpack
 
 import (
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
@@ -26,6 +28,13 @@ type rowTable struct {
 	tags  map[string]bool
 }
 
+// What a measurement's row table and a column's entries in its maps take
+// besides their Measurement and Column (TestRowsAreCharged).
+const (
+	rowTableCost  = 384
+	rowColumnCost = 256
+)
+
 // TagFieldSuffix is appended to a field named like one of its
 // measurement's tags, as Arc does.
 const TagFieldSuffix = schema.TakenSuffix
@@ -40,7 +49,7 @@ func NewRows(b *Budget) *Rows {
 func (r *Rows) Begin(name string, ns int64) error {
 	t := r.byName[name]
 	if t == nil {
-		if err := r.budget.take(measurementCost + int64(len(name))); err != nil {
+		if err := r.budget.take(measurementCost + rowTableCost + int64(len(name))); err != nil {
 			return err
 		}
 		t = &rowTable{m: Measurement{Name: name}, cols: map[string]int{}, tags: map[string]bool{}}
@@ -75,6 +84,19 @@ func (r *Rows) column(name string) (*Column, error) {
 			if err := col.AppendNull(); err != nil {
 				return nil, err
 			}
+		}
+		// Its entries in the table's maps are charged as the column is.
+		if err := r.budget.take(rowColumnCost); err != nil {
+			return nil, err
+		}
+		if len(t.m.Columns) == cap(t.m.Columns) {
+			// Grown as append grows it, from one (most row tables are
+			// narrow), the whole new array charged.
+			n := max(2*cap(t.m.Columns), 1)
+			if err := r.budget.take(int64(n) * int64(unsafe.Sizeof(col))); err != nil {
+				return nil, err
+			}
+			t.m.Columns = slices.Grow(t.m.Columns, n-len(t.m.Columns))
 		}
 		t.m.Columns = append(t.m.Columns, col)
 		i = len(t.m.Columns) - 1
