@@ -46,6 +46,24 @@ func ParsePartition(rel string) (end time.Time, err error) {
 	return date.Add(time.Duration(hour+1) * time.Hour), nil
 }
 
+// droppedDirName holds a tombstone per drop the caller has not forgotten:
+// the partition's own folder, renamed there and emptied.
+const droppedDirName = "dropped"
+
+// ErrBadDropToken reports a drop token that is not a plain name.
+var ErrBadDropToken = errors.New("drop token must be 1-64 letters, digits or dashes")
+
+func checkDropToken(token string) error {
+	ok := len(token) > 0 && len(token) <= 64
+	for _, c := range token {
+		ok = ok && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-')
+	}
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrBadDropToken, token)
+	}
+	return nil
+}
+
 // DropPartition deletes the partition at rel (relative to the data
 // directory) if its Parquet files are exactly files, and says whether it
 // did. The uploader calls it once every file is verified in the bucket. Like
@@ -53,8 +71,18 @@ func ParsePartition(rel string) (end time.Time, err error) {
 // compaction's swap or a flush's publish, and a file published since the
 // caller listed the partition keeps it (the caller has not copied that
 // file yet).
-func (s *Store) DropPartition(rel string, files []string) (bool, error) {
+//
+// The partition's folder leaves the readers' sight by one rename, to a
+// tombstone named token, which stays (emptied) until ForgetDrop: after a
+// crash Drops tells a drop that happened from one that did not, whatever
+// was flushed into or compacted in the partition since. Nothing else can:
+// a partition that was dropped and got late rows, and one that was not
+// and was compacted, both lack the files the drop was asked for.
+func (s *Store) DropPartition(rel string, files []string, token string) (bool, error) {
 	if _, err := ParsePartition(rel); err != nil {
+		return false, err
+	}
+	if err := checkDropToken(token); err != nil {
 		return false, err
 	}
 	s.compactMu.Lock()
@@ -77,12 +105,64 @@ func (s *Store) DropPartition(rel string, files []string) (bool, error) {
 	if !slices.Equal(have, want) {
 		return false, nil
 	}
-	trash := filepath.Join(s.sysDir, trashDirName)
-	if err := s.fs.MkdirAll(trash, 0o755); err != nil {
-		return false, fmt.Errorf("create trash dir: %w", err)
+	dropped := filepath.Join(s.sysDir, droppedDirName)
+	if err := s.fs.MkdirAll(dropped, 0o755); err != nil {
+		return false, fmt.Errorf("create dropped dir: %w", err)
 	}
-	if err := s.discard(dir, trash); err != nil {
-		return false, err
+	tomb := filepath.Join(dropped, token)
+	if err := s.fs.RenameNoReplace(dir, tomb); err != nil {
+		return false, fmt.Errorf("drop partition %s: %w", rel, err)
+	}
+	for _, d := range []string{filepath.Dir(dir), dropped} {
+		if err := s.fs.SyncDir(d); err != nil {
+			return true, fmt.Errorf("sync after dropping a partition: %w", err)
+		}
+	}
+	delete(s.madeDirs, dir)
+	// The tombstone is the folder itself: empty it, keep it.
+	entries, err := s.fs.ReadDir(tomb)
+	if err != nil {
+		return true, fmt.Errorf("list dropped partition: %w", err)
+	}
+	for _, e := range entries {
+		if err := s.fs.RemoveAll(filepath.Join(tomb, e.Name())); err != nil {
+			return true, fmt.Errorf("delete dropped partition: %w", err)
+		}
 	}
 	return true, nil
+}
+
+// Drops lists the tokens of the drops DropPartition did and ForgetDrop has
+// not yet forgotten.
+func (s *Store) Drops() ([]string, error) {
+	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, droppedDirName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list dropped partitions: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if checkDropToken(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// ForgetDrop removes a drop's tombstone (and whatever a crash left in it);
+// a token that is not there is not an error.
+func (s *Store) ForgetDrop(token string) error {
+	if err := checkDropToken(token); err != nil {
+		return err
+	}
+	dropped := filepath.Join(s.sysDir, droppedDirName)
+	if err := s.fs.RemoveAll(filepath.Join(dropped, token)); err != nil {
+		return fmt.Errorf("forget dropped partition: %w", err)
+	}
+	if err := s.fs.SyncDir(dropped); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("sync dropped dir: %w", err)
+	}
+	return nil
 }

@@ -24,5 +24,9 @@
 //
 // With LocalRetention a partition is deleted locally only once every one
 // of its files is verified in the bucket (HEAD: size and ETag as uploaded),
-// through the store, which refuses if a file appeared meanwhile.
+// through the store, which refuses if a file appeared meanwhile. The
+// deletion's token is recorded first and the store keeps a tombstone of
+// it: after a crash, a partition deleted and refilled by late rows and one
+// not deleted but compacted both lack the recorded files, and only the
+// tombstone tells which (keep the objects, or replace them).
 package upload

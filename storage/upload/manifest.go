@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,12 +29,20 @@ type manifest struct {
 	Partition string `json:"partition"`
 	// Objects are the partition's files verified in the bucket.
 	Objects []object `json:"objects,omitempty"`
-	// Pending are multipart uploads begun and not yet completed: a crash
-	// leaves them to abort on the next start.
+	// Pending are uploads begun and not recorded in Objects: each may have
+	// left an object (a PutObject or CompleteMultipartUpload the server
+	// finished after a crash or a timeout cut the uploader off) and, if
+	// multipart, parts. The next pass aborts a multipart upload at once; the
+	// entry itself stays until its file is uploaded and recorded, or, if a
+	// compaction replaced the file meanwhile, its object is deleted.
 	Pending []pending `json:"pending,omitempty"`
-	// Dropping is set before the local partition is deleted: on a restart
-	// it tells a drop that happened from files that arrived since.
-	Dropping bool `json:"dropping,omitempty"`
+	// Drop is the store's token of the local deletion under way, set before
+	// the store is asked to delete the partition: on a restart the store's
+	// tombstones say whether that deletion happened. Dropping is set with
+	// it (a sidecar before Drop existed reads only Dropping) and, alone, is
+	// what such a sidecar left.
+	Drop     string `json:"drop,omitempty"`
+	Dropping bool   `json:"dropping,omitempty"`
 }
 
 type object struct {
@@ -44,9 +53,15 @@ type object struct {
 }
 
 type pending struct {
-	Key      string `json:"key"`
-	UploadID string `json:"upload_id"`
+	Key string `json:"key"`
+	// UploadID is the multipart upload to abort; empty once aborted, and
+	// for a PutObject.
+	UploadID string `json:"upload_id,omitempty"`
 }
+
+// file is the name of the local file a pending upload copies: a key ends
+// with it.
+func (p pending) file() string { return path.Base(p.Key) }
 
 func (m *manifest) object(file string) (object, bool) {
 	for _, o := range m.Objects {

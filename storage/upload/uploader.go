@@ -2,6 +2,8 @@ package upload
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,7 +69,9 @@ const (
 // Partitions is the store as the uploader sees it (*storage.Store).
 type Partitions interface {
 	DataDir() string
-	DropPartition(rel string, files []string) (bool, error)
+	DropPartition(rel string, files []string, token string) (bool, error)
+	Drops() ([]string, error)
+	ForgetDrop(token string) error
 }
 
 // Uploader copies closed, compacted partitions to the bucket.
@@ -369,6 +373,9 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 	for _, p := range parts {
 		local[p.rel] = p
 	}
+	if err := u.settleDrops(local); err != nil {
+		return 0, err
+	}
 	for rel := range u.manifests {
 		if local[rel] == nil || len(local[rel].files) == 0 {
 			// Deleted (local retention, retention): the bucket keeps it.
@@ -420,11 +427,16 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 	return u.cfg.Interval, refused
 }
 
-// abortPending aborts the multipart uploads a crash cut off.
+// abortPending aborts the multipart uploads a crash or a failure cut off.
+// Their records stay (without the upload id): the upload may have
+// completed, and partition resolves that.
 func (u *Uploader) abortPending(ctx context.Context) error {
 	for _, m := range u.manifests {
-		for len(m.Pending) > 0 {
-			p := m.Pending[0]
+		for i := range m.Pending {
+			p := &m.Pending[i]
+			if p.UploadID == "" {
+				continue
+			}
 			rctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 			err := u.cfg.Bucket.AbortMultipart(rctx, p.Key, p.UploadID)
 			cancel()
@@ -433,16 +445,75 @@ func (u *Uploader) abortPending(ctx context.Context) error {
 			}
 			u.metrics.aborted.Inc()
 			u.log.Info("aborted an interrupted multipart upload", "key", p.Key)
-			m.Pending = m.Pending[1:]
+			p.UploadID = ""
 			if err := u.mf.save(m); err != nil {
 				return err
 			}
 		}
-		if len(m.Objects) == 0 && !m.Dropping {
+		if len(m.Objects) == 0 && len(m.Pending) == 0 && m.Drop == "" && !m.Dropping {
 			delete(u.manifests, m.Partition)
 		}
 	}
 	return nil
+}
+
+// settleDrops finishes the local deletions a crash or a failure
+// interrupted, then forgets the store's tombstones, which no manifest
+// needs once settled. A partition the store did drop starts afresh: what
+// it holds now arrived since (late rows, maybe compacted), and the bucket
+// keeps the dropped files' objects. One it did not drop is as it was, or
+// compacted since: the normal path uploads its files and deletes the
+// objects of those a compaction replaced.
+func (u *Uploader) settleDrops(local map[string]*localPartition) error {
+	tombs, err := u.store.Drops()
+	if err != nil {
+		return err
+	}
+	for rel, m := range u.manifests {
+		var dropped bool
+		switch {
+		case m.Drop != "":
+			dropped = slices.Contains(tombs, m.Drop)
+		case m.Dropping:
+			dropped = droppedBefore(m, local[rel])
+		default:
+			continue
+		}
+		if dropped {
+			if err := u.mf.remove(rel); err != nil {
+				return err
+			}
+			delete(u.manifests, rel)
+			u.log.Info("an interrupted local deletion had happened", "partition", rel)
+			continue
+		}
+		m.Drop, m.Dropping = "", false
+		if err := u.mf.save(m); err != nil {
+			return err
+		}
+	}
+	for _, t := range tombs {
+		if err := u.store.ForgetDrop(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// droppedBefore settles a drop a sidecar without drop tokens began: only
+// the files can say, and a partition without any of the recorded files is
+// taken as dropped. That keeps the objects: should a compaction have
+// merged the files instead, rows are in the bucket twice, never missing.
+func droppedBefore(m *manifest, p *localPartition) bool {
+	if p == nil {
+		return true
+	}
+	for _, o := range m.Objects {
+		if _, ok := p.file(o.File); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // measureBacklog sets the gauges: closed partitions with files the bucket
@@ -478,12 +549,6 @@ func (u *Uploader) measureBacklog(parts []*localPartition, cutoff time.Time) {
 // replaced, and applies local retention.
 func (u *Uploader) partition(ctx context.Context, p *localPartition, now time.Time) error {
 	m := u.manifests[p.rel]
-	if m != nil && m.Dropping {
-		var ok bool
-		if m, ok = u.settleDrop(m, p); !ok {
-			return nil
-		}
-	}
 	if m == nil {
 		m = &manifest{Partition: p.rel}
 	}
@@ -534,54 +599,26 @@ func (u *Uploader) partition(ctx context.Context, p *localPartition, now time.Ti
 	if err := u.dropReplaced(ctx, m, p); err != nil {
 		return err
 	}
-	if u.cfg.LocalRetention > 0 && !p.end.After(now.Add(-u.cfg.LocalRetention)) && len(m.Objects) > 0 {
+	if u.cfg.LocalRetention > 0 && !p.end.After(now.Add(-u.cfg.LocalRetention)) && len(m.Objects) > 0 && len(m.Pending) == 0 {
 		return u.dropLocal(ctx, m, p)
 	}
 	return nil
 }
 
-// settleDrop finishes what a crash interrupted after a manifest was marked
-// Dropping: the partition's files are either all still there (the drop
-// did not happen: it is tried again) or none (it did; what is there now
-// arrived since and starts afresh).
-func (u *Uploader) settleDrop(m *manifest, p *localPartition) (*manifest, bool) {
-	present := 0
-	for _, o := range m.Objects {
-		if _, ok := p.file(o.File); ok {
-			present++
-		}
-	}
-	if present == 0 {
-		delete(u.manifests, p.rel)
-		if err := u.mf.remove(p.rel); err != nil {
-			u.log.Error("remove upload manifest", "partition", p.rel, "error", err)
-			return nil, false
-		}
-		return nil, true
-	}
-	m.Dropping = false
-	return m, true
-}
-
 // dropReplaced deletes from the bucket the objects of files that are no
 // longer in the partition: a compaction merged them into a file that is
-// now uploaded.
+// now uploaded. So too the objects pending uploads may have left of such
+// files (every local file is recorded now, so every pending upload left is
+// of one).
 func (u *Uploader) dropReplaced(ctx context.Context, m *manifest, p *localPartition) error {
 	live, gone := split(m, p)
-	if len(gone) == 0 {
-		return nil
-	}
-	if err := u.settle(ctx, m, live, gone); err != nil {
-		return err
+	if len(gone) > 0 {
+		if err := u.settle(ctx, m, live, gone); err != nil {
+			return err
+		}
 	}
 	for _, o := range gone {
-		rctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
-		err := u.cfg.Bucket.Delete(rctx, o.Key)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("delete replaced object: %w", err)
-		}
-		if err := u.step("replaced"); err != nil {
+		if err := u.delete(ctx, o.Key); err != nil {
 			return err
 		}
 		m.Objects = slices.DeleteFunc(m.Objects, func(x object) bool { return x.Key == o.Key })
@@ -591,10 +628,34 @@ func (u *Uploader) dropReplaced(ctx context.Context, m *manifest, p *localPartit
 		u.metrics.replaced.Inc()
 		u.log.Info("deleted an object a compaction replaced", "key", o.Key)
 	}
+	for _, pu := range slices.Clone(m.Pending) {
+		if _, ok := p.file(pu.file()); ok || pu.UploadID != "" {
+			continue // uploaded again, or to abort first (the next pass)
+		}
+		if err := u.delete(ctx, pu.Key); err != nil {
+			return err
+		}
+		m.Pending = slices.DeleteFunc(m.Pending, func(x pending) bool { return x.Key == pu.Key })
+		if err := u.mf.save(m); err != nil {
+			return err
+		}
+		u.log.Info("deleted what an interrupted upload may have left of a file a compaction replaced", "key", pu.Key)
+	}
 	return nil
 }
 
-// dropLocal deletes a partition whose every file is verified in the bucket.
+func (u *Uploader) delete(ctx context.Context, key string) error {
+	rctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	err := u.cfg.Bucket.Delete(rctx, key)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("delete replaced object: %w", err)
+	}
+	return u.step("replaced")
+}
+
+// dropLocal deletes a partition whose every file is verified in the
+// bucket. The drop's token is recorded first: see settleDrops.
 func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition) error {
 	for _, f := range p.files {
 		o, ok := m.object(f.name)
@@ -618,26 +679,34 @@ func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition
 	if err := u.settle(ctx, m, m.Objects, nil); err != nil {
 		return err
 	}
-	m.Dropping = true
+	var token [12]byte
+	_, _ = rand.Read(token[:])
+	m.Drop, m.Dropping = hex.EncodeToString(token[:]), true
 	if err := u.mf.save(m); err != nil {
 		return err
 	}
 	if err := u.step("dropping"); err != nil {
 		return err
 	}
-	dropped, err := u.store.DropPartition(p.rel, p.names())
+	dropped, err := u.store.DropPartition(p.rel, p.names(), m.Drop)
 	if err != nil {
-		return fmt.Errorf("delete local partition: %w", err)
+		return fmt.Errorf("delete local partition: %w", err) // the next pass settles it
 	}
 	if err := u.step("dropped"); err != nil {
 		return err
 	}
 	if !dropped {
-		m.Dropping = false // a file arrived since the listing
+		m.Drop, m.Dropping = "", false // a file arrived since the listing
 		return u.mf.save(m)
 	}
 	delete(u.manifests, p.rel)
 	if err := u.mf.remove(p.rel); err != nil {
+		return err
+	}
+	if err := u.step("unrecorded"); err != nil {
+		return err
+	}
+	if err := u.store.ForgetDrop(m.Drop); err != nil {
 		return err
 	}
 	u.metrics.localDeleted.Inc()
@@ -702,6 +771,12 @@ func (u *Uploader) put(ctx context.Context, m *manifest, dir string, lf localFil
 		return object{}, err
 	}
 	o := object{File: lf.name, Key: Key(u.cfg.Prefix, m.Partition, lf.name), Size: info.Size()}
+	// Recorded before the request: the server may finish it after a crash
+	// or a timeout, and the file be compacted away before it is uploaded
+	// again, leaving its rows twice in the bucket.
+	if err := u.begin(m, pending{Key: o.Key}); err != nil {
+		return o, err
+	}
 	if o.Size <= u.cfg.PartSize {
 		body := make([]byte, o.Size)
 		if _, err := io.ReadFull(f, body); err != nil {
@@ -716,6 +791,18 @@ func (u *Uploader) put(ctx context.Context, m *manifest, dir string, lf localFil
 	return o, err
 }
 
+// begin records an upload in m (replacing an earlier record of its key)
+// and saves m.
+func (u *Uploader) begin(m *manifest, p pending) error {
+	m.Pending = slices.DeleteFunc(m.Pending, func(x pending) bool { return x.Key == p.Key })
+	m.Pending = append(m.Pending, p)
+	if err := u.mf.save(m); err != nil {
+		return err
+	}
+	u.manifests[m.Partition] = m
+	return nil
+}
+
 // multipart uploads a large file in parts, Concurrency at a time.
 func (u *Uploader) multipart(ctx context.Context, m *manifest, f *os.File, o object) (string, error) {
 	partSize := u.cfg.PartSize
@@ -728,11 +815,9 @@ func (u *Uploader) multipart(ctx context.Context, m *manifest, f *os.File, o obj
 	if err != nil {
 		return "", err
 	}
-	m.Pending = append(m.Pending, pending{Key: o.Key, UploadID: id})
-	if err := u.mf.save(m); err != nil {
+	if err := u.begin(m, pending{Key: o.Key, UploadID: id}); err != nil {
 		return "", err
 	}
-	u.manifests[m.Partition] = m
 	etag, err := u.parts(ctx, f, o, id, partSize)
 	if err == nil {
 		return etag, nil

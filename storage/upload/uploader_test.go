@@ -55,8 +55,15 @@ func s3Env(t *testing.T, srv *s3test.Server) Bucket {
 
 func newEnv(t *testing.T, srv *s3test.Server) *env {
 	t.Helper()
+	return newEnvOn(t, srv, s3Env(t, srv))
+}
+
+// newEnvOn is newEnv with a client made beforehand: parallel tests cannot
+// set the environment s3Env sets.
+func newEnvOn(t *testing.T, srv *s3test.Server, bucket Bucket) *env {
+	t.Helper()
 	e := &env{t: t, srv: srv, dir: filepath.Join(t.TempDir(), "data"), prefix: "p/" + strings.ReplaceAll(t.Name(), "/", "_"), now: time.Now()}
-	e.bucket = s3Env(t, srv)
+	e.bucket = bucket
 	e.open(nil)
 	return e
 }
@@ -121,6 +128,17 @@ func (e *env) objects() []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// uploads lists the env's multipart uploads left open.
+func (e *env) uploads() []string {
+	var out []string
+	for k := range e.srv.Uploads() {
+		if strings.HasPrefix(k, e.prefix+"/") {
+			out = append(out, k)
+		}
+	}
 	return out
 }
 
@@ -259,75 +277,232 @@ func TestLateRowsReplaceTheObject(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(u.metrics.replaced))
 }
 
+// rows writes files of numbered rows into a partition, as flushes would:
+// every row a new id, so the bucket's content can be counted.
+type rows struct {
+	e     *env
+	p     string
+	next  int64
+	files int
+}
+
+// idRow pads each row with random bytes, so that files are as large on
+// disk as their rows (compression gains nothing) and large files go in
+// several parts.
+type idRow struct {
+	ID  int64  `parquet:"id"`
+	Pad []byte `parquet:"pad"`
+}
+
+const idRowPad = 1024
+
+// file writes a file of n new rows into the partition.
+func (r *rows) file(n int) {
+	r.e.t.Helper()
+	out := make([]idRow, n)
+	for i := range out {
+		out[i] = idRow{ID: r.next, Pad: random(r.e.t, idRowPad)}
+		r.next++
+	}
+	var buf bytes.Buffer
+	require.NoError(r.e.t, parquet.Write(&buf, out))
+	r.files++
+	r.e.write(r.p, fmt.Sprintf("%04d-flush.parquet", r.files), buf.Bytes())
+}
+
+// compact runs the store's compaction over every closed hour.
+func (e *env) compact() {
+	e.t.Helper()
+	_, err := e.store.Compact(context.Background(), 0)
+	require.NoError(e.t, err)
+}
+
+// localKeys are the keys the partition's local files have in the bucket.
+func (e *env) localKeys(partition string) []string {
+	e.t.Helper()
+	entries, err := os.ReadDir(filepath.Join(e.dir, filepath.FromSlash(partition)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(e.t, err)
+	var out []string
+	for _, de := range entries {
+		out = append(out, e.key(partition, de.Name()))
+	}
+	return out
+}
+
+// bucketRows reads every row of the env's objects: how many rows in all,
+// and how many times each id.
+func (e *env) bucketRows() (total int, ids map[int64]int) {
+	e.t.Helper()
+	ids = map[int64]int{}
+	for _, k := range e.objects() {
+		data := e.srv.Get(k)
+		got, err := parquet.Read[idRow](bytes.NewReader(data), int64(len(data)))
+		require.NoError(e.t, err, k)
+		for _, r := range got {
+			ids[r.ID]++
+		}
+		total += len(got)
+	}
+	return total, ids
+}
+
+// assertRowsOnce checks the bucket holds every row written, each once.
+func (r *rows) assertRowsOnce(msg string) {
+	r.e.t.Helper()
+	total, ids := r.e.bucketRows()
+	missing := 0
+	for id := range r.next {
+		if ids[id] == 0 {
+			missing++
+		}
+	}
+	assert.Equal(r.e.t, int(r.next), total, "%s: rows in the bucket (%d distinct) against rows written", msg, len(ids))
+	assert.Len(r.e.t, ids, int(r.next), "%s: distinct rows in the bucket", msg)
+	assert.Zero(r.e.t, missing, "%s: rows written missing from the bucket", msg)
+}
+
 // TestCrashAtEveryStep stops the uploader as a SIGKILL would at each
 // occurrence of each step of an upload, a replacement and a local
-// deletion, starts a new one on the same directory and bucket, and checks
-// the bucket ends with exactly the partition's last file, no multipart
-// upload left open, and the local partition deleted only after that.
+// deletion, and starts a new one on the same directory and bucket. In the
+// "late" variant, before the restart, late rows reach the partition (two
+// flush files) and a compaction runs: it merges them with the partition's
+// files if the partition is still there, or with each other if the crash
+// came after the local deletion. The bucket is then read row by row: every
+// row written is there exactly once, after each phase and at the end, no
+// multipart upload is left open, and the local partition is deleted only
+// after that.
 func TestCrashAtEveryStep(t *testing.T) {
 	srv := s3test.Start(t)
 	// One part in flight at a time: a part the server is still writing
 	// when the restarted uploader aborts the upload would bring it back
 	// (S3 documents the same of aborts).
 	one := func(c *Config) { c.Concurrency = 1 }
-	scenario := func(t *testing.T, hook func(string) error) {
+	keep := func(c *Config) { c.LocalRetention = time.Hour }
+	bucket := s3Env(t, srv)
+	scenario := func(t *testing.T, hook func(string) error, late bool) {
 		t.Helper()
-		e := newEnv(t, srv)
+		e := newEnvOn(t, srv, bucket)
 		p := e.partition(5)
-		first := random(t, 2*MinPartSize+1)
-		second := append(bytes.Clone(first), random(t, 1000)...)
-		e.write(p, "1.parquet", first)
+		r := &rows{e: e, p: p}
+		r.file(MinPartSize/idRowPad + 100) // two parts
 		u := e.uploader(hook, one)
-		// run is one phase: a pass, and after a crash a restart and passes to the end.
+		// run is one phase: a pass, and after a crash (late rows and a
+		// compaction, then) a restart and passes to the end.
 		run := func(mod ...func(*Config)) {
 			t.Helper()
 			_, err := u.pass(context.Background())
 			if err != nil {
 				require.ErrorAs(t, err, new(crash))
+				if late {
+					r.file(3)
+					r.file(2)
+					e.compact()
+				}
 				u = e.uploader(nil, append(mod, one)...)
 			}
 			drain(t, u)
 		}
 		run()
-		assert.Equal(t, []string{e.key(p, "1.parquet")}, e.objects())
-		// A compaction replaces the file with one holding its rows and more.
-		e.write(p, "2.parquet", second)
-		e.remove(p, "1.parquet")
+		assert.Equal(t, e.localKeys(p), e.objects(), "the bucket holds the local files")
+		r.assertRowsOnce("uploaded")
+		// Late rows: a compaction replaces the file with one holding its
+		// rows and more.
+		r.file(1)
+		e.compact()
 		run()
-		assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
+		assert.Equal(t, e.localKeys(p), e.objects(), "the bucket holds the local files")
+		r.assertRowsOnce("replaced")
 		// Local retention.
 		u.cfg.LocalRetention = time.Hour
-		run(func(c *Config) { c.LocalRetention = time.Hour })
-		assert.Equal(t, []string{e.key(p, "2.parquet")}, e.objects())
-		assert.Equal(t, second, srv.Get(e.key(p, "2.parquet")))
-		assert.Empty(t, srv.Uploads(), "no multipart upload left open")
+		run(keep)
+		r.assertRowsOnce("deleted locally")
+		assert.Empty(t, e.uploads(), "no multipart upload left open")
 		assert.False(t, e.exists(p), "local partition deleted after the upload was verified")
 		assert.Empty(t, e.manifests())
+		drops, err := e.store.Drops()
+		require.NoError(t, err)
+		assert.Empty(t, drops, "no tombstone left")
 	}
 	// A run without crashes counts each step's occurrences.
 	counts := map[string]int{}
 	t.Run("no crash", func(t *testing.T) {
-		scenario(t, func(s string) error { counts[s]++; return nil })
+		scenario(t, func(s string) error { counts[s]++; return nil }, false)
 	})
-	require.Equal(t, map[string]int{"multipart-created": 2, "part-uploaded": 6, "uploaded": 2, "recorded": 2, "replaced": 1, "dropping": 1, "dropped": 1}, counts)
+	require.Equal(t, map[string]int{"multipart-created": 2, "part-uploaded": 4, "uploaded": 2, "recorded": 2, "replaced": 1,
+		"dropping": 1, "dropped": 1, "unrecorded": 1}, counts)
 	for step, n := range counts {
 		for i := 1; i <= n; i++ {
-			t.Run(fmt.Sprintf("%s#%d", step, i), func(t *testing.T) {
-				seen := 0
-				crashed := false
-				scenario(t, func(s string) error {
-					if s == step {
-						seen++
-						if seen == i {
-							crashed = true
-							return errors.New("kill")
+			for _, late := range []bool{false, true} {
+				name := fmt.Sprintf("%s#%d", step, i)
+				if late {
+					name += "/late"
+				}
+				t.Run(name, func(t *testing.T) {
+					t.Parallel() // each on its own directory and prefix; the wait is mostly I/O
+					seen := 0
+					crashed := false
+					scenario(t, func(s string) error {
+						if s == step {
+							seen++
+							if seen == i {
+								crashed = true
+								return errors.New("kill")
+							}
 						}
-					}
-					return nil
+						return nil
+					}, late)
+					assert.True(t, crashed, "the hook ran at %s #%d", step, i)
 				})
-				assert.True(t, crashed, "the hook ran at %s #%d", step, i)
-			})
+			}
 		}
+	}
+}
+
+// TestCrashWhileDroppingThenLateRows is the review's case: the uploader is
+// killed after it marked a verified partition for local deletion and
+// before the store deleted it; a late row arrives and a compaction merges
+// it with the partition's file. The merged file replaces the object: the
+// bucket holds 101 rows, each once (the drop took "none of the recorded
+// files are present" for "the drop happened": 201 rows, 101 distinct). The
+// other way round, a crash after the deletion and late rows that are
+// compacted together, the bucket keeps the dropped object and gains the
+// late rows.
+func TestCrashWhileDroppingThenLateRows(t *testing.T) {
+	srv := s3test.Start(t)
+	for _, step := range []string{"dropping", "dropped"} {
+		t.Run(step, func(t *testing.T) {
+			e := newEnv(t, srv)
+			p := e.partition(3)
+			r := &rows{e: e, p: p}
+			r.file(100)
+			drain(t, e.uploader(nil))
+			u := e.uploader(func(s string) error {
+				if s == step {
+					return errors.New("kill")
+				}
+				return nil
+			}, func(c *Config) { c.LocalRetention = time.Hour })
+			_, err := u.pass(context.Background())
+			require.ErrorAs(t, err, new(crash))
+			assert.Equal(t, step == "dropping", e.exists(p), "the crash came before the deletion or after it")
+
+			r.file(1)
+			if step == "dropped" {
+				r.file(1) // two late files, compacted into one
+			}
+			e.compact()
+			files, err := os.ReadDir(filepath.Join(e.dir, filepath.FromSlash(p)))
+			require.NoError(t, err)
+			require.Len(t, files, 1, "compacted")
+			drain(t, e.uploader(nil)) // no local retention: the partition stays
+			total, ids := e.bucketRows()
+			assert.Equal(t, int(r.next), total, "rows in the bucket (%d distinct)", len(ids))
+			assert.Len(t, ids, int(r.next), "distinct rows")
+			assert.Contains(t, e.objects(), e.key(p, files[0].Name()), "the compacted file is uploaded")
+		})
 	}
 }
 
