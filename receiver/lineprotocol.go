@@ -44,8 +44,11 @@ const (
 // LineProtocolHandler takes line-protocol writes. It decodes the whole
 // body into the columns the MessagePack API decodes to and stores them
 // through the same path (Arc's checks, limits, one WAL commit per
-// request), answering 204 only once that commit is durable. A bad line
-// refuses the whole request with 400 and its line number.
+// request), answering 204 only once that commit is durable. Bad lines are
+// dropped and the good ones stored, as InfluxDB does: then the answer,
+// once they are durable, is 400 "partial write: line N: <reason>
+// dropped=<count>". A request refused as a whole (token, size, body,
+// limits) stores nothing.
 type LineProtocolHandler struct {
 	Arc     *MsgpackHandler // the shared store path, its limits and metrics
 	Tokens  *Tokens         // nil or empty: no authentication
@@ -140,9 +143,20 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	ms, err := lineproto.Decode(body, prec, arrived.UnixNano(), budget)
+	res, err := lineproto.Decode(body, prec, arrived.UnixNano(), budget)
 	if err != nil {
 		return decodeError(err)
 	}
-	return h.Arc.store(r.Context(), database, ms, arrived, budget, t)
+	if len(res.Measurements) > 0 {
+		if err := h.Arc.store(r.Context(), database, res.Measurements, arrived, budget, t); err != nil {
+			return err
+		}
+	}
+	if res.Dropped > 0 {
+		// The good lines are durable: say which were not, as InfluxDB
+		// does; its clients take a 400 "partial write" as final.
+		h.Arc.Metrics.droppedLines(r.URL.Path, res.Dropped)
+		return fail(http.StatusBadRequest, "partial write: %v dropped=%d", res.First, res.Dropped)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
@@ -140,18 +141,12 @@ func TestLineProtocolErrors(t *testing.T) {
 		status int
 		want   map[string]string // the JSON body, as InfluxDB words it
 	}{
-		{"v2 syntax error names the line", PathWriteInfluxV2 + "?bucket=b", good + "cpu v=\n", auth, http.StatusBadRequest,
-			map[string]string{"code": "invalid", "message": "line 2: field value has unrecognized type"}},
-		{"v2 type conflict", PathWriteInfluxV2 + "?bucket=b", "cpu v=1i\n" + good, auth, http.StatusBadRequest,
-			map[string]string{"code": "invalid", "message": `line 2: field type conflict: input field "v" on measurement "cpu" is type float, already exists as type integer (line 1)`}},
 		{"v2 hours are 1.x only", PathWriteInfluxV2 + "?bucket=b&precision=h", good, auth, http.StatusBadRequest,
 			map[string]string{"code": "invalid", "message": `invalid precision "h": want ns, us, ms or s`}},
 		{"v2 no token", PathWriteInfluxV2 + "?bucket=b", good, nil, http.StatusUnauthorized,
 			map[string]string{"code": "unauthorized", "message": `missing or invalid token (send "Authorization: Token <token>" or "Bearer <token>")`}},
 		{"v2 wrong token", PathWriteInfluxV2 + "?bucket=b", good, map[string]string{"Authorization": "Token nope"}, http.StatusUnauthorized, nil},
 		{"v2 too large", PathWriteInfluxV2 + "?bucket=b", strings.Repeat(good, 200), auth, http.StatusRequestEntityTooLarge, nil},
-		{"v1 bad line", PathWriteInfluxV1 + "?db=d", good + good + "cpu,host v=1\n", auth, http.StatusBadRequest,
-			map[string]string{"error": `line 3: expected '=' after tag key "host", but got ' ' instead`}},
 		{"v1 bad precision", PathWriteInfluxV1 + "?db=d&precision=d", good, auth, http.StatusBadRequest,
 			map[string]string{"error": `invalid precision "d": want ns, n, us, u, ms, s, m or h`}},
 		{"v1 wrong password", PathWriteInfluxV1 + "?db=d&u=x&p=nope", good, nil, http.StatusUnauthorized, nil},
@@ -171,7 +166,57 @@ func TestLineProtocolErrors(t *testing.T) {
 			}
 		})
 	}
-	assert.Empty(t, f.rows(t), "a request with one bad line stores nothing")
+	assert.Empty(t, f.rows(t), "a request refused whole stores nothing")
+}
+
+// TestLineProtocolPartialWrites: a body with bad lines stores its good
+// ones, durably, then answers 400 "partial write" with the first bad
+// line's number and reason and the count dropped, on every endpoint, in
+// each dialect's error shape (issue 31 item 7: one bad line lost the
+// whole batch, as Telegraf drops a batch answered 4xx).
+func TestLineProtocolPartialWrites(t *testing.T) {
+	f := newWriteFixture(t, nil, 0, 0, 0)
+	metrics := NewMetrics()
+	f.arc.Metrics = metrics
+	ns := lpNow.UnixNano()
+	body := fmt.Sprintf("cpu v=1i %d\ncpu v=\ncpu v=2.5 %d\n"+
+		"apiserver_flowcontrol_priority_level_request_count_watermarks_bucket,le=0.1 v=3i %d\n"+
+		"job:http_requests:rate5m v=4 %d\njava.lang:type=Memory,host=h v=5 %d\ndisk\\ io v=6 %d\ntempérature v=7 %d\n",
+		ns, ns, ns, ns, ns, ns, ns)
+	const reason = "line 2: unable to parse 'cpu v=': field value has unrecognized type"
+	tests := []struct {
+		path string
+		want map[string]string
+	}{
+		{PathWriteLineProtocol, map[string]string{"error": "partial write: " + reason + " dropped=2"}},
+		{PathWriteInfluxV1 + "?db=telegraf.autogen", map[string]string{"error": "partial write: " + reason + " dropped=2"}},
+		{PathWriteInfluxV2 + "?bucket=metrics", map[string]string{"code": "invalid", "message": "partial write: " + reason + " dropped=2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			a := f.send(t, tt.path, []byte(body), nil)
+			assert.Equal(t, http.StatusBadRequest, a.status)
+			assert.Equal(t, tt.want, a.body)
+			if strings.HasPrefix(tt.path, PathWriteInfluxV1) {
+				assert.Equal(t, tt.want["error"], a.header.Get("X-Influxdb-Error"))
+			}
+		})
+	}
+	for _, p := range []string{PathWriteLineProtocol, PathWriteInfluxV1, PathWriteInfluxV2} {
+		assert.Equal(t, 2.0, testutil.ToFloat64(metrics.linesDropped.WithLabelValues(p)), p)
+	}
+	// Only bad lines: nothing to store, the same answer.
+	a := f.send(t, PathWriteInfluxV1+"?db=telegraf.autogen", []byte("cpu v=\nmem\n"), nil)
+	assert.Equal(t, http.StatusBadRequest, a.status)
+	assert.Equal(t, "partial write: line 1: unable to parse 'cpu v=': field value has unrecognized type dropped=2", a.body["error"])
+	want := map[string]int64{}
+	for _, db := range []string{"default", "telegraf.autogen", "metrics"} {
+		for _, m := range []string{"cpu", "apiserver_flowcontrol_priority_level_request_count_watermarks_bucket",
+			"job%3Ahttp_requests%3Arate5m", "java.lang%3Atype%3DMemory", "disk%20io", "temp%C3%A9rature"} {
+			want[db+"/"+m] = 1
+		}
+	}
+	assert.Equal(t, want, f.rows(t), "the good lines of each request, the first v=1i of cpu among them")
 }
 
 // oneByteValues is a MessagePack body of n one-byte values: each widens to

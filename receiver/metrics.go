@@ -37,6 +37,7 @@ type Metrics struct {
 	sinkDeadLetterRows                                  *prometheus.CounterVec
 	sinkDuration                                        *prometheus.HistogramVec
 	rowsDeduplicated, batchesDeduplicated               *prometheus.CounterVec
+	linesDropped                                        *prometheus.CounterVec
 
 	series seriesCap
 }
@@ -140,6 +141,11 @@ func NewMetrics() *Metrics {
 	m.rowsDeduplicated = counter("arcstore_rows_deduplicated_total",
 		"Rows acknowledged without a second copy: their batch was byte-identical to one stored within the dedup window (a retry). Not in arcstore_rows_stored_total.", table...)
 	m.batchesDeduplicated = counter("arcstore_batches_deduplicated_total", "Batches acknowledged without a second copy (see arcstore_rows_deduplicated_total).", table...)
+	m.linesDropped = counter("arcstore_lines_dropped_total",
+		"Line-protocol lines left out of a partial write (answered 400 \"partial write: ... dropped=N\" once the others were durable): malformed, a name or value that cannot be stored, or a field whose type changed within the request.", "endpoint")
+	for _, p := range []string{PathWriteLineProtocol, PathWriteInfluxV1, PathWriteInfluxV2} {
+		m.linesDropped.WithLabelValues(p)
+	}
 	return m
 }
 
@@ -281,6 +287,13 @@ func (m *Metrics) batchOutcome(database, table string, rows, bytes int, arrived 
 	}
 	m.rowsStored.WithLabelValues(database, table).Add(float64(rows))
 	m.bytesStored.WithLabelValues(database, table).Add(float64(bytes))
+}
+
+// droppedLines counts the lines a partial write on endpoint left out.
+func (m *Metrics) droppedLines(endpoint string, n int) {
+	if m != nil {
+		m.linesDropped.WithLabelValues(endpoint).Add(float64(n))
+	}
 }
 
 func (m *Metrics) backpressured() {

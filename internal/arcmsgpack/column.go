@@ -412,6 +412,30 @@ func (col *Column) want(k Kind) error {
 	return err
 }
 
+// truncate keeps the column's first n rows. Its kind stays: Rows makes a
+// column with its first value, so a column whose first value is dropped
+// is dropped too (Rows.Discard).
+func (col *Column) truncate(n int) {
+	if col.rows <= n {
+		return
+	}
+	col.rows = n
+	switch col.Kind {
+	case KindInt:
+		col.Ints = col.Ints[:n]
+	case KindFloat:
+		col.Floats = col.Floats[:n]
+	case KindBool:
+		col.Bools = col.Bools[:n]
+	case KindString:
+		col.Offsets = col.Offsets[:n+1]
+		col.Data = col.Data[:col.Offsets[n]]
+	}
+	if col.Null != nil {
+		col.Null = col.Null[:n]
+	}
+}
+
 // promote turns an int column into a float one.
 func (col *Column) promote() error {
 	if err := col.budget.take(int64(cap(col.Ints)) * 8); err != nil {

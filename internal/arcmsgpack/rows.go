@@ -19,6 +19,11 @@ type Rows struct {
 	tables []*rowTable
 	byName map[string]*rowTable
 	cur    *rowTable
+	// What the current row added, for Discard: the columns from curCols
+	// on, the table itself when curNew, and the tags first seen.
+	curCols int
+	curNew  bool
+	newTags []string
 }
 
 type rowTable struct {
@@ -48,6 +53,7 @@ func NewRows(b *Budget) *Rows {
 // Tag and Field add to it and End closes it.
 func (r *Rows) Begin(name string, ns int64) error {
 	t := r.byName[name]
+	r.curNew = t == nil
 	if t == nil {
 		if err := r.budget.take(measurementCost + rowTableCost + int64(len(name))); err != nil {
 			return err
@@ -60,8 +66,41 @@ func (r *Rows) Begin(name string, ns int64) error {
 	if t.m.Time, err = push(r.budget, t.m.Time, ns, 0); err != nil {
 		return err
 	}
-	r.cur = t
+	r.cur, r.curCols, r.newTags = t, len(t.m.Columns), r.newTags[:0]
 	return nil
+}
+
+// Discard drops the current row, after Begin or any error of Tag, Field
+// or a column's Append: every column is as it was before the row, columns
+// and tags the row brought are gone, and so is a measurement it started.
+// The memory it was charged stays charged.
+func (r *Rows) Discard() {
+	t := r.cur
+	if t == nil {
+		return
+	}
+	row := len(t.m.Time) - 1
+	for _, c := range t.m.Columns[r.curCols:] {
+		t.names.Forget(c.Name)
+	}
+	for sent, i := range t.cols {
+		if i >= r.curCols {
+			delete(t.cols, sent)
+		}
+	}
+	t.m.Columns = t.m.Columns[:r.curCols]
+	for i := range t.m.Columns {
+		t.m.Columns[i].truncate(row)
+	}
+	t.m.Time = t.m.Time[:row]
+	for _, k := range r.newTags {
+		delete(t.tags, k)
+	}
+	if r.curNew {
+		delete(r.byName, t.m.Name)
+		r.tables = r.tables[:len(r.tables)-1]
+	}
+	r.cur = nil
 }
 
 // column returns the current row's column name, creating it (null in every
@@ -115,7 +154,10 @@ func (r *Rows) Tag(key, value string) error {
 	if err != nil {
 		return err
 	}
-	r.cur.tags[key] = true
+	if !r.cur.tags[key] {
+		r.cur.tags[key] = true
+		r.newTags = append(r.newTags, key)
+	}
 	return col.AppendString(value)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
 	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // ErrInput marks an error in the request body, the client's fault: the
@@ -21,6 +22,9 @@ var ErrInput = arcmsgpack.ErrInput
 type Error struct {
 	Line int64
 	Msg  string
+	// syntax marks a line the parser could not read: its message
+	// becomes InfluxDB's "unable to parse '<line>': <reason>".
+	syntax bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
@@ -57,26 +61,39 @@ func ParsePrecision(s string, hours bool) (Precision, error) {
 	return 0, fmt.Errorf("invalid precision %q: want ns, us, ms or s", s)
 }
 
+// Result is what Decode made of a body: the measurements of its good
+// lines, and how many lines it dropped, with the first one's error.
+type Result struct {
+	Measurements []arcmsgpack.Measurement
+	Dropped      int
+	First        *Error
+}
+
 // Decode reads a whole line-protocol body. A line without a timestamp is
-// stamped now (nanoseconds since the epoch). Every column is charged to b;
-// past it Decode stops with arcmsgpack.ErrTooLarge. Any bad line fails the
-// whole body: a write is stored whole or not at all.
-func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget) ([]arcmsgpack.Measurement, error) {
+// stamped now (nanoseconds since the epoch). A bad line is dropped and
+// the others kept, as InfluxDB does: one it cannot parse, one whose
+// measurement name cannot be stored (storage.MeasurementFolder), whose
+// columns or values no file may hold, or whose field has another type
+// than on an earlier line of the body. Every column is charged to b; past
+// it Decode stops with arcmsgpack.ErrTooLarge, and the whole body is
+// refused, as is a body without a line.
+func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget) (Result, error) {
 	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now, names: map[string]string{}, budget: b}
 	if err := d.all(); err != nil {
-		return nil, err
+		return Result{}, err
 	}
-	if d.rows.Len() == 0 {
-		return nil, fmt.Errorf("%w: the body holds no line", ErrInput)
+	if d.rows.Len() == 0 && d.res.Dropped == 0 {
+		return Result{}, fmt.Errorf("%w: the body holds no line", ErrInput)
 	}
-	return d.rows.Measurements(), nil
+	d.res.Measurements = d.rows.Measurements()
+	return d.res, nil
 }
 
 type fieldKey struct{ measurement, field string }
 
-// kindSeen is a field's type in this request and where it was first seen:
-// InfluxDB refuses a field that changes type, and so do we, within a
-// request (across requests the table's schema decides).
+// kindSeen is a field's type in this request and the line of the first
+// row that stored it: InfluxDB drops a point whose field changes type, and
+// so do we, within a request (across requests the table's schema decides).
 type kindSeen struct {
 	kind lineprotocol.ValueKind
 	line int64
@@ -99,6 +116,7 @@ type decoder struct {
 	budget *arcmsgpack.Budget
 	tags   [][2]string
 	fields []fieldValue
+	res    Result
 }
 
 // maxInterned is the longest text interned; longer tag values are rare
@@ -129,9 +147,50 @@ func (d *decoder) fail(format string, args ...any) error {
 func (d *decoder) syntax(err error) error {
 	var de *lineprotocol.DecodeError
 	if errors.As(err, &de) {
-		return &Error{Line: de.Line, Msg: de.Err.Error()}
+		return &Error{Line: de.Line, Msg: de.Err.Error(), syntax: true}
 	}
-	return d.fail("%v", err)
+	return &Error{Line: d.line, Msg: err.Error(), syntax: true}
+}
+
+// drop counts a line left out, and keeps the first one's error; an error
+// that is not the line's (the request's budget) stops the body.
+func (d *decoder) drop(err error) error {
+	var le *Error
+	if !errors.As(err, &le) {
+		return err
+	}
+	d.line = max(d.line, le.Line)
+	d.res.Dropped++
+	if d.res.First == nil {
+		if le.syntax {
+			le.Msg = fmt.Sprintf("unable to parse '%s': %s", lineText(d.body, le.Line), le.Msg)
+		}
+		d.res.First = le
+	}
+	return nil
+}
+
+// maxQuoted is the most of a line an error message quotes.
+const maxQuoted = 256
+
+// lineText is the text of the one-based line n of body, cut to maxQuoted
+// bytes.
+func lineText(body []byte, n int64) string {
+	for ; n > 1; n-- {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			return ""
+		}
+		body = body[i+1:]
+	}
+	if i := bytes.IndexByte(body, '\n'); i >= 0 {
+		body = body[:i]
+	}
+	body = bytes.TrimSuffix(body, []byte{'\r'})
+	if len(body) > maxQuoted {
+		return string(body[:maxQuoted]) + "..."
+	}
+	return string(body)
 }
 
 // locate sets the line of the entry whose measurement name is name: the
@@ -158,15 +217,20 @@ func (d *decoder) all() error {
 	for dec.Next() {
 		name, err := dec.Measurement()
 		if err != nil {
-			return d.syntax(err)
+			if err := d.drop(d.syntax(err)); err != nil {
+				return err
+			}
+			continue
 		}
 		d.locate(name)
 		m, err := d.intern(name)
-		if err != nil {
-			return err
+		if err == nil {
+			err = d.entry(dec, m)
 		}
-		if err := d.entry(dec, m); err != nil {
-			return err
+		if err != nil {
+			if err := d.drop(err); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -222,6 +286,8 @@ func (d *decoder) readFields(dec *lineprotocol.Decoder) error {
 	}
 }
 
+// entry reads one line and adds its row, or refuses it with an *Error and
+// leaves the rows as they were.
 func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 	if err := d.readTags(dec); err != nil {
 		return err
@@ -229,7 +295,6 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 	if err := d.readFields(dec); err != nil {
 		return err
 	}
-	tags, fields := d.tags, d.fields
 	ts, err := dec.TimeBytes()
 	if err != nil {
 		return d.syntax(err)
@@ -242,52 +307,74 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 		}
 		ns = v * int64(d.prec)
 	}
+	if _, err := storage.MeasurementFolder(name); err != nil {
+		return d.fail("%v", err)
+	}
+	if err := d.checkFields(name); err != nil {
+		return err
+	}
 	if err := d.rows.Begin(name, ns); err != nil {
+		return err
+	}
+	if err := d.row(); err != nil {
+		d.rows.Discard()
 		return d.wrap(err)
 	}
-	for _, t := range tags {
-		if err := d.rows.Tag(t[0], t[1]); err != nil {
-			return d.wrap(err)
+	for _, f := range d.fields {
+		k := fieldKey{name, f.key}
+		if _, seen := d.kinds[k]; !seen {
+			d.kinds[k] = kindSeen{kind: f.val.Kind(), line: d.line}
 		}
 	}
-	for _, f := range fields {
-		if err := d.field(name, f); err != nil {
+	return nil
+}
+
+// checkFields refuses a line whose field has another type than on an
+// earlier line of the body, as InfluxDB does, or an unsigned value past
+// what int64 holds.
+func (d *decoder) checkFields(measurement string) error {
+	for _, f := range d.fields {
+		kind := f.val.Kind()
+		if seen, ok := d.kinds[fieldKey{measurement, f.key}]; ok && seen.kind != kind {
+			return d.fail("field type conflict: input field %q on measurement %q is type %s, already exists as type %s (line %d)",
+				f.key, measurement, kindName(kind), kindName(seen.kind), seen.line)
+		}
+		if kind == lineprotocol.Uint && f.val.UintV() > math.MaxInt64 {
+			return d.fail("field %q: unsigned value %d does not fit a signed 64-bit integer, the type it is stored as", f.key, f.val.UintV())
+		}
+	}
+	return nil
+}
+
+// row adds the current line's tags and fields to the row Begin started.
+func (d *decoder) row() error {
+	for _, t := range d.tags {
+		if err := d.rows.Tag(t[0], t[1]); err != nil {
 			return err
 		}
 	}
-	return d.wrap(d.rows.End())
-}
-
-func (d *decoder) field(measurement string, f fieldValue) error {
-	k := fieldKey{measurement, f.key}
-	kind := f.val.Kind()
-	if seen, ok := d.kinds[k]; !ok {
-		d.kinds[k] = kindSeen{kind: kind, line: d.line}
-	} else if seen.kind != kind {
-		return d.fail("field type conflict: input field %q on measurement %q is type %s, already exists as type %s (line %d)",
-			f.key, measurement, kindName(kind), kindName(seen.kind), seen.line)
-	}
-	col, err := d.rows.Field(f.key)
-	if err != nil {
-		return d.wrap(err)
-	}
-	switch kind {
-	case lineprotocol.Int:
-		err = col.AppendInt(f.val.IntV())
-	case lineprotocol.Uint:
-		u := f.val.UintV()
-		if u > math.MaxInt64 {
-			return d.fail("field %q: unsigned value %d does not fit a signed 64-bit integer, the type it is stored as", f.key, u)
+	for _, f := range d.fields {
+		col, err := d.rows.Field(f.key)
+		if err != nil {
+			return err
 		}
-		err = col.AppendInt(int64(u))
-	case lineprotocol.Float:
-		err = col.AppendFloat(f.val.FloatV())
-	case lineprotocol.String:
-		err = col.AppendString(f.val.StringV())
-	case lineprotocol.Bool:
-		err = col.AppendBool(f.val.BoolV())
+		switch f.val.Kind() {
+		case lineprotocol.Int:
+			err = col.AppendInt(f.val.IntV())
+		case lineprotocol.Uint:
+			err = col.AppendInt(int64(f.val.UintV()))
+		case lineprotocol.Float:
+			err = col.AppendFloat(f.val.FloatV())
+		case lineprotocol.String:
+			err = col.AppendString(f.val.StringV())
+		case lineprotocol.Bool:
+			err = col.AppendBool(f.val.BoolV())
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return d.wrap(err)
+	return d.rows.End()
 }
 
 // wrap puts the line in front of a column error; a budget overrun stays

@@ -3,6 +3,7 @@ package lineproto
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,9 +22,10 @@ const (
 
 func decode(t *testing.T, body string, prec Precision) []arcmsgpack.Measurement {
 	t.Helper()
-	ms, err := Decode([]byte(body), prec, now, arcmsgpack.NewBudget(0))
+	res, err := Decode([]byte(body), prec, now, arcmsgpack.NewBudget(0))
 	require.NoError(t, err)
-	return ms
+	require.Zero(t, res.Dropped, "%v", res.First)
+	return res.Measurements
 }
 
 func TestPrecisions(t *testing.T) {
@@ -122,23 +124,33 @@ func TestTakenNames(t *testing.T) {
 	assert.Equal(t, []string{"Date_value", "hour_value", "time_value", "Hour_value_value", "usage", "Usage_value", "TIME_value_value"}, names)
 }
 
-func TestRejects(t *testing.T) {
+// TestDropsBadLines: a bad line is dropped with its line number and
+// reason, InfluxDB's words where it has them, and the good lines stay
+// (issue 31 item 7: one bad line refused the whole body).
+func TestDropsBadLines(t *testing.T) {
 	tests := []struct {
 		name, body string
 		line       int64
 		msg        string
 	}{
-		{"no fields", "cpu v=1\ncpu\n", 2, "expected tag key or field"},
-		{"bad value", "cpu v=1\n\ncpu v=abc\n", 3, "field value has unrecognized type"},
-		{"unterminated string", "cpu v=1\ncpu s=\"abc\n", 2, ""},
+		{"no fields", "cpu v=1\ncpu\n", 2, "unable to parse 'cpu': expected tag key or field"},
+		{"bad value", "cpu v=1\n\ncpu v=abc\n", 3, "unable to parse 'cpu v=abc': field value has unrecognized type"},
+		{"unterminated string", "cpu v=1\ncpu s=\"abc\n", 2, "unable to parse 'cpu s=\"abc'"},
 		{"int then float", "cpu v=1i\ncpu v=2i\ncpu v=2.5\n", 3, `field type conflict: input field "v" on measurement "cpu" is type float, already exists as type integer (line 1)`},
 		{"float then string", "cpu v=1\ncpu v=\"x\"\n", 2, `is type string, already exists as type float`},
 		{"int then unsigned", "cpu v=1i\ncpu v=1u\n", 2, `is type unsigned, already exists as type integer`},
-		{"unsigned too big", "cpu v=18446744073709551615u\n", 1, "does not fit a signed 64-bit integer"},
-		{"bad timestamp", "cpu v=1\ncpu v=1 12x\n", 2, "timestamp"},
-		{"timestamp overflow", "cpu v=1 9223372036854775807\n", 1, "out of range for precision s"},
-		{"same field twice", "cpu v=1,v=2\n", 1, `"v" appears twice in one row`},
+		{"unsigned too big", "cpu v=18446744073709551615u\ncpu v=1u\n", 1, "does not fit a signed 64-bit integer"},
+		{"bad timestamp", "cpu v=1\ncpu v=1 12x\n", 2, "unable to parse 'cpu v=1 12x': invalid timestamp"},
+		{"timestamp overflow", "cpu v=1 9223372036854775807\ncpu v=1 1\n", 1, "out of range for precision s"},
+		{"same field twice", "cpu v=1,v=2\ncpu v=1\n", 1, `"v" appears twice in one row`},
 		{"comment lines count", "# c\n# d\ncpu v=1i\ncpu v=1\n", 4, "field type conflict"},
+		{"measurement name too long", "cpu v=1\ncpu" + strings.Repeat("m", 253) + " v=1\n", 2, "more than 255"},
+		{"control character in a name", "cpu v=1\ncpu\x01 v=1\n", 2, "unable to parse 'cpu\x01 v=1'"},
+		{"C1 control character in a name", "cpu v=1\ncpu\u0085 v=1\n", 2, "control character"},
+		{"tag value not UTF-8", "cpu v=1\ncpu,host=\xff v=1\n", 2, "invalid utf-8"},
+		{"string not UTF-8", "cpu v=1\ncpu s=\"\xff\"\n", 2, "invalid utf-8"},
+		{"tag key too long", "cpu v=1\ncpu," + strings.Repeat("k", 256) + "=x v=1\n", 2, "longer than 255 bytes"},
+		{"a field's column is a tag's", "cpu v=1i\ncpu,v=x w=1\n", 2, `a string among int values`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,17 +158,69 @@ func TestRejects(t *testing.T) {
 			if tt.name == "timestamp overflow" {
 				prec = 1e9
 			}
-			_, err := Decode([]byte(tt.body), prec, now, arcmsgpack.NewBudget(0))
-			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrInput)
-			var le *Error
-			require.ErrorAs(t, err, &le)
-			assert.Equal(t, tt.line, le.Line, err.Error())
-			assert.Contains(t, err.Error(), tt.msg)
+			res, err := Decode([]byte(tt.body), prec, now, arcmsgpack.NewBudget(0))
+			require.NoError(t, err)
+			assert.Equal(t, 1, res.Dropped)
+			require.NotNil(t, res.First)
+			assert.ErrorIs(t, res.First, ErrInput)
+			assert.Equal(t, tt.line, res.First.Line, res.First.Error())
+			assert.Contains(t, res.First.Error(), tt.msg)
+			rows := 0
+			for _, m := range res.Measurements {
+				rows += m.Rows()
+			}
+			assert.Equal(t, strings.Count(tt.body, "cpu")-1, rows, "the good lines are kept")
 		})
 	}
-	_, err := Decode([]byte("\n# only a comment\n"), 1, now, arcmsgpack.NewBudget(0))
+	res, err := Decode([]byte("cpu v=\ncpu v=1i\ncpu v=1.5\n"), 1, now, arcmsgpack.NewBudget(0))
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Dropped, "every bad line is counted")
+	assert.Equal(t, "line 1: unable to parse 'cpu v=': field value has unrecognized type", res.First.Error(), "the first is told")
+	_, err = Decode([]byte("\n# only a comment\n"), 1, now, arcmsgpack.NewBudget(0))
 	assert.ErrorContains(t, err, "no line")
+	res, err = Decode([]byte("cpu\nmem\n"), 1, now, arcmsgpack.NewBudget(0))
+	require.NoError(t, err, "a body of bad lines is a body whose lines are all dropped")
+	assert.Equal(t, 2, res.Dropped)
+	assert.Empty(t, res.Measurements)
+}
+
+// TestDroppedLinesLeaveNoTrace: what a body with bad lines stores is what
+// the body without them stores, whatever the bad lines brought before
+// they failed (new measurements, columns, tags, values, field types).
+func TestDroppedLinesLeaveNoTrace(t *testing.T) {
+	good := []string{
+		"cpu,host=a usage=1.5,n=1i 1763800000000000000",
+		"cpu,host=b usage=2.5,fresh=2.5 1763800000000000001",
+		"mem,host=a free=7i,note=\"x\" 1763800000000000002",
+		"cpu,host=c,rack=r1 usage=3.5,n=2i,ok=t 1763800000000000003",
+		"cpu,host=d usage=4.5,zone=5i 1763800000000000004", // a field named like a dropped line's tag
+	}
+	bad := []string{
+		"cpu,host=z,zone=new usage=9.5,n=3i,extra=1,extra=2 1763800000000000009",     // a new tag and column, then a duplicate
+		"newm,t=1 a=1i,a=2i 1763800000000000009",                                     // a new measurement
+		"cpu,aaa=new," + strings.Repeat("k", 256) + "=x usage=1 1763800000000000009", // a name too long after a new tag
+		"cpu,host=q,n=x usage=1 1763800000000000009",                                 // a tag into an int column after a value
+		"cpu,later=x fresh=1i,n=\"text\" 1763800000000000009",                        // a type conflict after a new field
+		"cpu usage=", // a syntax error
+	}
+	var mixed []string
+	for i, g := range good {
+		mixed = append(mixed, bad[i%len(bad)], g)
+	}
+	mixed = append(mixed, bad...)
+	want, err := Decode([]byte(strings.Join(good, "\n")), 1, now, arcmsgpack.NewBudget(0))
+	require.NoError(t, err)
+	got, err := Decode([]byte(strings.Join(mixed, "\n")), 1, now, arcmsgpack.NewBudget(0))
+	require.NoError(t, err)
+	assert.Equal(t, len(bad)+len(good), got.Dropped)
+	require.Len(t, got.Measurements, len(want.Measurements))
+	mem := memory.NewGoAllocator()
+	for i := range want.Measurements {
+		w, g := want.Measurements[i].Record(mem), got.Measurements[i].Record(mem)
+		assert.True(t, array.RecordEqual(w, g), "%s:\nwant %v\ngot  %v", want.Measurements[i].Name, w, g)
+		w.Release()
+		g.Release()
+	}
 }
 
 func TestBudget(t *testing.T) {
@@ -165,22 +229,28 @@ func TestBudget(t *testing.T) {
 		body = append(body, "cpu,host=abcdefgh v=1i,w=2,s=\"xyz\"\n"...)
 	}
 	_, err := Decode(body, 1, now, arcmsgpack.NewBudget(64<<10))
-	require.ErrorIs(t, err, arcmsgpack.ErrTooLarge)
+	require.ErrorIs(t, err, arcmsgpack.ErrTooLarge, "a body past its budget is refused whole, not dropped line by line")
 }
 
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte("cpu,host=a v=1i,f=2.5,s=\"x\",b=t 1763800000000000000\nmem free=1u\n"))
 	f.Add([]byte("a\\ b,t\\=1=x\\,y f=\"a\\\"b\" 1\n# c\n\nb v=1"))
+	f.Add([]byte("cpu,zone=z v=1i,w=1,w=2\ncpu v=1.5\ncpu,v=x u=1\ncpu s=\"\xff\"\nmem\ncpu,host=a v=2i"))
 	mem := memory.NewGoAllocator()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ms, err := Decode(body, 1, now, arcmsgpack.NewBudget(1<<20))
+		res, err := Decode(body, 1, now, arcmsgpack.NewBudget(1<<20))
 		if err != nil {
 			if !errors.Is(err, arcmsgpack.ErrTooLarge) {
 				require.ErrorIs(t, err, ErrInput)
 			}
 			return
 		}
-		for _, m := range ms {
+		require.Equal(t, res.Dropped > 0, res.First != nil)
+		for _, m := range res.Measurements {
+			require.NotZero(t, m.Rows(), "a measurement only dropped lines started is gone")
+			for _, c := range m.Columns {
+				require.Equal(t, m.Rows(), c.Rows(), "column %q", c.Name)
+			}
 			rec := m.Record(mem)
 			require.Equal(t, int64(m.Rows()), rec.NumRows())
 			rec.Release()

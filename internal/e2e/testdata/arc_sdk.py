@@ -92,7 +92,7 @@ asyncio.run(write_async())
 count("default", "sdk_async", 2)
 count("default", "sdk_async_buffered", 7)
 
-# A refused write surfaces as the client's error, with our message.
+# A partial write (a line dropped) surfaces as the client's error, with our message.
 try:
     with ArcClient(host="127.0.0.1", port=port, token=token) as client:
         client.write.write_line_protocol(["sdk_bad v=1i", "sdk_bad v=2.5"])

@@ -30,6 +30,7 @@ for gzip in (False, True):
         write.write(bucket="influx", record=f"influx_mem,host=h\\ 1 free=12u,used=3i {base}", write_precision=WritePrecision.S)
         sent += 1
 
+# A partial write: the first line stored, the second dropped, the client told.
 refused = {}
 with InfluxDBClient(url=url, token=token, org="ignored") as client:
     try:
