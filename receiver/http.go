@@ -50,7 +50,8 @@ func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 
 // HandleWrites registers the write APIs on mux: Arc's MessagePack API
 // (columnar and row format) and the three line-protocol endpoints, which
-// all store through arc.
+// all store through arc, and InfluxDB's /ping and /query (CREATE
+// DATABASE), which its writers call too.
 func HandleWrites(mux *http.ServeMux, arc *MsgpackHandler, tokens *Tokens) {
 	mux.Handle("POST "+PathWriteMsgpack, tokens.RequireHTTP(arc))
 	for path, dialect := range map[string]Dialect{
@@ -60,4 +61,7 @@ func HandleWrites(mux *http.ServeMux, arc *MsgpackHandler, tokens *Tokens) {
 	} {
 		mux.Handle("POST "+path, &LineProtocolHandler{Arc: arc, Tokens: tokens, Dialect: dialect})
 	}
+	// GET also serves HEAD.
+	mux.HandleFunc("GET "+PathPing, servePing)
+	mux.Handle("POST "+PathQuery, &QueryHandler{Tokens: tokens})
 }

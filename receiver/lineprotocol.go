@@ -56,6 +56,9 @@ type LineProtocolHandler struct {
 }
 
 func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.Dialect != DialectArc {
+		influxHeaders(w)
+	}
 	err := h.write(w, r)
 	if err == nil {
 		w.WriteHeader(http.StatusNoContent)
