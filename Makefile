@@ -34,6 +34,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 .PHONY: all build otelcol generate tools run test engine images chaos fuzz bench lint clean \
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
+	loadtest-arc-logs-cycled loadtest-arc-traces-cycled \
 	loadtest-campaign querybench loadtest-arc demo loadtest-clickhouse
 
 all: build
@@ -179,7 +180,10 @@ loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed: loadtest-%: tools
 
 # Arc MessagePack columnar batches straight to the sidecar's write API;
 # LOADTEST_FLAGS='-target http://arc:8000' points the same run at Arc.
-loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed: loadtest-arc-%: tools build
+# arc-logs and arc-traces send every row new (8192 distinct batches);
+# the -cycled ones the payloads up to 2026-11-27 (64 batches cycled).
+loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
+loadtest-arc-logs-cycled loadtest-arc-traces-cycled: loadtest-arc-%: tools build
 	bin/arcload -scenario arc-$* -duration $(LOADTEST_DURATION) $(LOADTEST_FLAGS)
 
 # DuckDB query latency on ~14 M spans before and after compaction.

@@ -50,7 +50,7 @@ func main() {
 func parseFlags(args []string) (run.Config, error) {
 	var c run.Config
 	fs := flag.NewFlagSet("arcload", flag.ContinueOnError)
-	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics, mixed (OTLP through the collector) or arc-metrics, arc-logs, arc-traces, arc-events, arc-mixed (Arc MessagePack to the sidecar), or campaign (the demo story of docs/QUERIES.md)")
+	fs.StringVar(&c.Scenario, "scenario", "traces", "traces, logs, metrics, mixed (OTLP through the collector) or arc-metrics, arc-logs, arc-traces, arc-events, arc-mixed (Arc MessagePack to the sidecar; logs and traces with every row new), arc-logs-cycled, arc-traces-cycled (the payloads up to 2026-11-27), or campaign (the demo story of docs/QUERIES.md)")
 	fs.StringVar(&c.Driver, "driver", run.DriverOTLP, "otlp (pre-generated requests, this process) or telemetrygen; arc-* scenarios always use the arc driver")
 	fs.Float64Var(&c.Rate, "rate", 0, "target items per second over all signals; 0 sends as fast as answered")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "how long to send")
@@ -60,7 +60,8 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector, or for arc-* the base URL of an Arc-compatible server (Arc itself, for a side-by-side number); empty starts a fresh stack")
 	fs.DurationVar(&c.TimeOffset, "time-offset", 0, "shift the items' timestamps from now (e.g. -2h fills a past hour that compaction can take)")
 	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
-	fs.IntVar(&c.Payloads, "payloads", 64, "arc driver: distinct pre-generated batches per measurement, cycled; raise it (e.g. 1024) when comparing bytes per row, since a server that sorts a file by time (Arc) compresses repeated batches away")
+	fs.IntVar(&c.Payloads, "payloads", 0, "arc driver: distinct pre-generated batches per measurement, cycled when the run outlasts them; 0 is 8192 (64 for the -cycled scenarios), no more than a -rate run can send; a server that sorts a file by time (Arc) compresses repeated batches away, so bytes per row are only comparable while rows do not repeat")
+	fs.IntVar(&c.PayloadMiB, "payload-mib", 2048, "arc driver: most MiB the pre-generated batches of all measurements may hold (gzip bodies; raw ones with -fresh-times); fewer distinct batches are made past it, and the report says how many; 0 is no bound")
 	fs.BoolVar(&c.FreshTimes, "fresh-times", false, "arc driver: move each request's timestamps to its send time and gzip it anew (~1 ms of driver CPU per 1000 rows), so cycled batches never repeat a row")
 	fs.IntVar(&c.TargetPID, "target-pid", 0, "with -target: the server's process id, to report its CPU seconds (from the load's start) and peak RSS (VmHWM) from /proc")
 	fs.StringVar(&c.TargetParquet, "target-parquet", "", "with -target: the root of the Parquet tree the server writes (<dir>/<database>/<table>/**/*.parquet, fresh for the run); after the load wait for -target-settle, then count its rows and bytes with DuckDB")
@@ -132,6 +133,10 @@ func summary(rep *report.Report) string {
 			fmt.Fprintf(&b, "  durable-ack p50 %.1f p99 %.1f ms", ph.AckLatency.P50, ph.AckLatency.P99)
 		}
 		b.WriteString("\n")
+		for _, table := range slices.Sorted(maps.Keys(ph.Payload)) {
+			p := ph.Payload[table]
+			fmt.Fprintf(&b, "  payloads %-8s %d distinct batches of %d rows, each row sent %.2f times on average\n", table, p.Distinct, p.Rows, p.Repeats(ph.Acked[table]))
+		}
 		for _, t := range ph.Loss {
 			fmt.Fprintf(&b, "  loss check %-8s expected %d found %d lost %d duplicated %d", t.Table, t.Expected, t.Found, t.Lost, t.Duplicated)
 			if t.BytesPerRow() > 0 {

@@ -37,7 +37,14 @@ func TestParseFlagsRunningArcTarget(t *testing.T) {
 	assert.Equal(t, 12*time.Second, c.TargetSettle)
 	assert.True(t, c.TargetStop)
 	assert.True(t, c.FreshTimes)
-	assert.Equal(t, 64, c.Payloads, "64 distinct batches by default")
+	assert.Zero(t, c.Payloads, "the scenario's default")
+	assert.Equal(t, 8192, c.PayloadCount(), "8192 distinct batches by default, as the independent harness")
+	assert.Equal(t, 2048, c.PayloadMiB)
+
+	c, err = parseFlags([]string{"-scenario", "arc-traces-cycled"})
+	require.NoError(t, err)
+	assert.Equal(t, 64, c.PayloadCount(), "the payloads up to 2026-11-27")
+	assert.Equal(t, "arc", c.Driver)
 
 	c, err = parseFlags([]string{"-scenario", "arc-logs"})
 	require.NoError(t, err)

@@ -9,8 +9,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,20 +32,29 @@ const ArcPath = "/api/v1/write/msgpack"
 
 // Arc posts pre-generated, gzip-compressed (level 1) MessagePack columnar
 // batches to an Arc-compatible write API: the sidecar, or Arc itself for a
-// side-by-side number. Each worker cycles through Payloads distinct
-// payloads of its measurement; the API has no retry semantics, so repeated
-// payloads are new rows, and the loss check compares counts.
+// side-by-side number. The workers of a measurement take turns through its
+// distinct payloads, cycling when the run outlasts them; the API has no
+// retry semantics, so repeated payloads are new rows, and the loss check
+// compares counts.
 type Arc struct {
 	Plan     Plan // Endpoint is the base URL, e.g. http://127.0.0.1:8000
 	Recorder *Recorder
 	Token    string
 	Database string
+	// Shape picks the generators of logs and traces (ShapeNew if empty).
+	Shape Shape
+	// Payloads is how many distinct batches per measurement are generated
+	// before the clock starts.
 	Payloads int
+	// MemoryBudget bounds the bytes the pre-generated batches of all
+	// measurements hold (gzip bodies, raw ones with Fresh): past it fewer
+	// distinct batches are made, and Sizes says how many. 0: no bound.
+	MemoryBudget int64
 	// Fresh moves each request's timestamps to its send time (gzipping
 	// every request anew), so cycled batches never repeat a row.
 	Fresh bool
-	// Sizes is the mean size of one batch per measurement, known once Run
-	// has generated the payloads.
+	// Sizes is the mean size of one batch per measurement and how many
+	// distinct ones there are, known once Run has generated the payloads.
 	Sizes  map[Signal]PayloadSize
 	client *http.Client
 	bodies map[Signal][][]byte // from Prepare, for the next Run
@@ -51,49 +62,110 @@ type Arc struct {
 }
 
 // PayloadSize is the weight of one batch: MessagePack bytes before and
-// after gzip.
+// after gzip, and how many distinct batches the run cycled through.
 type PayloadSize struct {
-	Rows int `json:"rows"`
-	Raw  int `json:"raw_bytes"`
-	Gzip int `json:"gzip_bytes"`
+	Rows     int `json:"rows"`
+	Raw      int `json:"raw_bytes"`
+	Gzip     int `json:"gzip_bytes"`
+	Distinct int `json:"distinct_batches"`
 }
 
 // Prepare generates the payloads, so that a caller can do it before its
 // clock starts (Run does it otherwise). A Run uses them once: the next
 // generates fresh ones, with fresh timestamps.
 func (d *Arc) Prepare() error {
-	n := max(1, d.Payloads)
 	now := time.Now().Add(d.Plan.TimeOffset)
+	seed := rand.Uint64()
 	d.bodies = map[Signal][][]byte{}
 	d.fresh = map[Signal][]*freshBody{}
 	d.Sizes = map[Signal]PayloadSize{}
 	for _, s := range d.Plan.Signals {
-		var sum PayloadSize
-		for i := 0; i < n; i++ {
-			raw, err := arcRaw(s, d.Plan.Batch, now, rand.New(rand.NewPCG(uint64(i), uint64(len(s)))))
-			if err != nil {
-				return err
-			}
-			b, err := gzip1(raw)
-			if err != nil {
-				return err
-			}
-			if d.Fresh {
-				// Only the template is kept: each send gzips anew.
-				fb, err := newFreshBody(raw, d.Plan.Batch, timeUnit(s), now)
-				if err != nil {
-					return err
-				}
-				d.fresh[s] = append(d.fresh[s], fb)
-			} else {
-				d.bodies[s] = append(d.bodies[s], b)
-			}
-			sum.Raw += len(raw)
-			sum.Gzip += len(b)
+		kept, size, err := d.generate(s, now, seed)
+		if err != nil {
+			return err
 		}
-		d.Sizes[s] = PayloadSize{Rows: d.Plan.Batch, Raw: sum.Raw / n, Gzip: sum.Gzip / n}
+		d.Sizes[s] = size
+		if !d.Fresh {
+			d.bodies[s] = kept
+			continue
+		}
+		// Only the templates are kept: each send gzips anew.
+		for _, raw := range kept {
+			fb, err := newFreshBody(raw, d.Plan.Batch, timeUnit(s), now)
+			if err != nil {
+				return err
+			}
+			d.fresh[s] = append(d.fresh[s], fb)
+		}
 	}
 	return nil
+}
+
+// generate makes the distinct batches of one measurement on every core:
+// the first tells their weight, the memory budget how many fit. It keeps
+// the gzip bodies, or with Fresh the raw ones.
+func (d *Arc) generate(s Signal, now time.Time, seed uint64) ([][]byte, PayloadSize, error) {
+	kept := func(raw, gz []byte) []byte {
+		if d.Fresh {
+			return raw
+		}
+		return gz
+	}
+	raw, gz, err := d.payload(s, now, seed, 0)
+	if err != nil {
+		return nil, PayloadSize{}, err
+	}
+	n := max(1, d.Payloads)
+	if d.MemoryBudget > 0 {
+		share := d.MemoryBudget / int64(len(d.Plan.Signals))
+		n = int(min(int64(n), max(1, share/int64(len(kept(raw, gz))))))
+	}
+	out := make([][]byte, n)
+	raws, gzs := make([]int, n), make([]int, n)
+	out[0], raws[0], gzs[0] = kept(raw, gz), len(raw), len(gz)
+	var next atomic.Int64
+	next.Store(1)
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				raw, gz, err := d.payload(s, now, seed, i)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i], raws[i], gzs[i] = kept(raw, gz), len(raw), len(gz)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, PayloadSize{}, err
+	}
+	size := PayloadSize{Rows: d.Plan.Batch, Distinct: n}
+	for i := range n {
+		size.Raw += raws[i]
+		size.Gzip += gzs[i]
+	}
+	size.Raw /= n
+	size.Gzip /= n
+	return out, size, nil
+}
+
+// payload is batch i of a measurement, raw and gzipped. The cycled shape's
+// batches are the same in every run, as they always were; the new shape's
+// are drawn from the run's seed.
+func (d *Arc) payload(s Signal, now time.Time, seed uint64, i int) (raw, gz []byte, err error) {
+	r := rand.New(rand.NewPCG(uint64(i), uint64(len(s))))
+	if d.Shape != ShapeCycled {
+		r = rand.New(rand.NewPCG(seed+uint64(len(s)), uint64(i)))
+	}
+	if raw, err = arcRaw(d.Shape, s, d.Plan.Batch, now, r); err != nil {
+		return nil, nil, err
+	}
+	gz, err = gzip1(raw)
+	return raw, gz, err
 }
 
 // Run sends until the plan's duration has passed or ctx ends.
@@ -106,7 +178,7 @@ func (d *Arc) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	bodies, fresh, n := d.bodies, d.fresh, max(1, d.Payloads)
+	bodies, fresh := d.bodies, d.fresh
 	d.bodies, d.fresh = nil, nil
 	d.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: d.Plan.Workers}}
 	pace := newPacer(d.Plan.Rate, d.Plan.Batch, time.Now())
@@ -121,6 +193,7 @@ func (d *Arc) Run(ctx context.Context) error {
 			defer wg.Done()
 			var buf bytes.Buffer
 			var scratch []byte
+			n := d.Sizes[s].Distinct
 			for i := first; pace.wait(ctx); i += stride {
 				var body []byte
 				if !d.Fresh {
@@ -214,8 +287,8 @@ func (d *Arc) post(body []byte) (int, time.Duration, error) {
 }
 
 // ArcPayload builds one gzip-compressed batch of n rows of a measurement.
-func ArcPayload(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
-	raw, err := arcRaw(s, n, now, r)
+func ArcPayload(shape Shape, s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
+	raw, err := arcRaw(shape, s, n, now, r)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +296,13 @@ func ArcPayload(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
 }
 
 // arcRaw is one batch as uncompressed MessagePack columns.
-func arcRaw(s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
+func arcRaw(shape Shape, s Signal, n int, now time.Time, r *rand.Rand) ([]byte, error) {
+	switch {
+	case shape != ShapeCycled && s == ArcLogs:
+		return encodeColumns(s, newLogColumns(n, now, r))
+	case shape != ShapeCycled && s == ArcTraces:
+		return encodeColumns(s, newTraceColumns(n, now, r))
+	}
 	cols, err := arcColumns(s, n, now, r)
 	if err != nil {
 		return nil, err
@@ -310,6 +389,8 @@ var logTemplates = []func(r *rand.Rand) string{
 
 func logMessage(r *rand.Rand) string { return logTemplates[r.IntN(len(logTemplates))](r) }
 
+// arcColumns are the cycled shape's columns, and the only shape of
+// metrics and events.
 func arcColumns(s Signal, n int, now time.Time, r *rand.Rand) (map[string]any, error) {
 	ns := make([]int64, n)
 	ms := make([]int64, n)

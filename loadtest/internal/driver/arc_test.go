@@ -21,16 +21,18 @@ import (
 )
 
 func TestArcPayloadsDecode(t *testing.T) {
-	for _, s := range []Signal{ArcMetrics, ArcLogs, ArcTraces, ArcEvents} {
-		t.Run(string(s), func(t *testing.T) {
-			body, err := ArcPayload(s, 1000, time.Now(), rand.New(rand.NewPCG(1, 2)))
-			require.NoError(t, err)
-			ms := decodeGzip(t, body)
-			require.Len(t, ms, 1)
-			assert.Equal(t, string(s), ms[0].Name)
-			assert.Equal(t, 1000, ms[0].Rows())
-			assert.InDelta(t, time.Now().UnixNano(), ms[0].Time[0], float64(2*time.Minute), "time units detected")
-		})
+	for _, shape := range []Shape{ShapeNew, ShapeCycled} {
+		for _, s := range []Signal{ArcMetrics, ArcLogs, ArcTraces, ArcEvents} {
+			t.Run(string(shape)+"/"+string(s), func(t *testing.T) {
+				body, err := ArcPayload(shape, s, 1000, time.Now(), rand.New(rand.NewPCG(1, 2)))
+				require.NoError(t, err)
+				ms := decodeGzip(t, body)
+				require.Len(t, ms, 1)
+				assert.Equal(t, string(s), ms[0].Name)
+				assert.Equal(t, 1000, ms[0].Rows())
+				assert.InDelta(t, time.Now().UnixNano(), ms[0].Time[0], float64(2*time.Minute), "time units detected")
+			})
+		}
 	}
 }
 
@@ -141,7 +143,7 @@ func TestArcDriverStopsRetryingAtTheEnd(t *testing.T) {
 	}
 }
 
-// TestArcPayloadWeight keeps the payloads at least as heavy as the
+// TestArcPayloadWeight keeps the cycled payloads at least as heavy as the
 // independent tool of issue 14: traces of 13 columns with 32-hex trace ids
 // (~141 KB of MessagePack per 1000 rows), logs of 9 columns with a UUID
 // request id and varied messages.
@@ -168,7 +170,7 @@ func TestArcPayloadWeight(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.signal), func(t *testing.T) {
-			raw, err := arcRaw(tt.signal, 1000, time.Now(), rand.New(rand.NewPCG(7, 8)))
+			raw, err := arcRaw(ShapeCycled, tt.signal, 1000, time.Now(), rand.New(rand.NewPCG(7, 8)))
 			require.NoError(t, err)
 			body, err := gzip1(raw)
 			require.NoError(t, err)

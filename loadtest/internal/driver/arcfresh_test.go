@@ -19,19 +19,21 @@ import (
 )
 
 func TestFreshBodyMovesOnlyTheTimestamps(t *testing.T) {
-	for _, s := range []Signal{ArcTraces, ArcLogs, ArcMetrics, ArcEvents} {
-		t.Run(string(s), func(t *testing.T) { freshRoundTrip(t, s, 300) })
+	for _, shape := range []Shape{ShapeNew, ShapeCycled} {
+		for _, s := range []Signal{ArcTraces, ArcLogs, ArcMetrics, ArcEvents} {
+			t.Run(string(shape)+"/"+string(s), func(t *testing.T) { freshRoundTrip(t, shape, s, 300) })
+		}
 	}
 	// Each size of MessagePack array header: fixarray, array16 (above), array32.
 	for _, rows := range []int{10, 1 << 16} {
-		t.Run(fmt.Sprintf("%s/rows=%d", ArcMetrics, rows), func(t *testing.T) { freshRoundTrip(t, ArcMetrics, rows) })
+		t.Run(fmt.Sprintf("%s/rows=%d", ArcLogs, rows), func(t *testing.T) { freshRoundTrip(t, ShapeNew, ArcLogs, rows) })
 	}
 }
 
-func freshRoundTrip(t *testing.T, s Signal, rows int) {
+func freshRoundTrip(t *testing.T, shape Shape, s Signal, rows int) {
 	t.Helper()
 	made := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
-	raw, err := arcRaw(s, rows, made, rand.New(rand.NewPCG(3, 4)))
+	raw, err := arcRaw(shape, s, rows, made, rand.New(rand.NewPCG(3, 4)))
 	require.NoError(t, err)
 	fb, err := newFreshBody(raw, rows, timeUnit(s), made)
 	require.NoError(t, err)
@@ -55,7 +57,7 @@ func freshRoundTrip(t *testing.T, s Signal, rows int) {
 func TestFreshBodyNeedsAFixedWidthTimeColumn(t *testing.T) {
 	_, err := newFreshBody([]byte{0x81, 0xa1, 'm', 0xa1, 'x'}, 10, time.Nanosecond, time.Now())
 	assert.ErrorContains(t, err, "no time column")
-	raw, err := arcRaw(ArcLogs, 10, time.Now(), rand.New(rand.NewPCG(1, 1)))
+	raw, err := arcRaw(ShapeNew, ArcLogs, 10, time.Now(), rand.New(rand.NewPCG(1, 1)))
 	require.NoError(t, err)
 	_, err = newFreshBody(raw, 11, time.Nanosecond, time.Now())
 	assert.ErrorContains(t, err, "no time column", "the row count is part of what is matched")

@@ -134,7 +134,15 @@ func (r *Report) summary(b *strings.Builder, phases []*Phase) {
 	for _, ph := range phases {
 		for _, table := range slices.Sorted(maps.Keys(ph.Payload)) {
 			p := ph.Payload[table]
-			fmt.Fprintf(b, "\nOne %s batch (%s): %s rows, %s bytes MessagePack, %s gzip-1.\n", table, ph.Name, count(int64(p.Rows)), count(int64(p.Raw)), count(int64(p.Gzip)))
+			fmt.Fprintf(b, "\nOne %s batch (%s): %s rows, %s bytes MessagePack, %s gzip-1.", table, ph.Name, count(int64(p.Rows)), count(int64(p.Raw)), count(int64(p.Gzip)))
+			if p.Distinct > 0 {
+				fmt.Fprintf(b, " %s distinct batches (%s rows); each row sent %.2f times on average", count(int64(p.Distinct)), count(int64(p.Distinct*p.Rows)), p.Repeats(ph.Acked[table]))
+				if p.Repeats(ph.Acked[table]) > 1 {
+					b.WriteString(" (the run cycled through them: rows repeat)")
+				}
+				b.WriteString(".")
+			}
+			b.WriteString("\n")
 		}
 	}
 	b.WriteString("\n")

@@ -135,11 +135,22 @@ func (p *Phase) LossOK() bool {
 	return true
 }
 
-// PayloadSize is one batch: rows, MessagePack bytes, the same gzipped.
+// PayloadSize is one batch: rows, MessagePack bytes, the same gzipped;
+// and how many distinct batches the run cycled through.
 type PayloadSize struct {
-	Rows int `json:"rows"`
-	Raw  int `json:"raw_bytes"`
-	Gzip int `json:"gzip_bytes"`
+	Rows     int `json:"rows"`
+	Raw      int `json:"raw_bytes"`
+	Gzip     int `json:"gzip_bytes"`
+	Distinct int `json:"distinct_batches"`
+}
+
+// Repeats is how many times the run sent each distinct row on average:
+// at most 1 while it has not gone through its batches once.
+func (p PayloadSize) Repeats(acked int64) float64 {
+	if p.Distinct == 0 || p.Rows == 0 {
+		return 0
+	}
+	return float64(acked) / float64(p.Distinct*p.Rows)
 }
 
 // Stored sums the rows and bytes found in Parquet.

@@ -75,7 +75,7 @@ func TestMarkdownComparesArcProtocolServers(t *testing.T) {
 			return t
 		}()},
 		Procs:   map[string]stack.Usage{"target": {CPUSeconds: 4.5, PeakRSSBytes: 6 << 30}},
-		Payload: map[string]PayloadSize{"application_logs": {Rows: 1000, Raw: 161_109, Gzip: 52_657}},
+		Payload: map[string]PayloadSize{"application_logs": {Rows: 1000, Raw: 161_109, Gzip: 52_657, Distinct: 400}},
 	}
 	md := r.Markdown()
 	for _, want := range []string{
@@ -85,12 +85,20 @@ func TestMarkdownComparesArcProtocolServers(t *testing.T) {
 		"| target: CPU s / peak RSS | 4.5 s / 6144 MiB |",
 		"| target: CPU µs per stored row | 5.00 |",
 		"| Parquet bytes per stored row | 20.0 |",
-		"One application_logs batch (target http://127.0.0.1:8000): 1,000 rows, 161,109 bytes MessagePack, 52,657 gzip-1.",
+		"One application_logs batch (target http://127.0.0.1:8000): 1,000 rows, 161,109 bytes MessagePack, 52,657 gzip-1. " +
+			"400 distinct batches (400,000 rows); each row sent 2.50 times on average (the run cycled through them: rows repeat).",
 		"| application_logs | 1,000,000 | 900,000 | n/a | 100000 | 0 | 0 | **NO** | 4 | 20.0 |",
 	} {
 		assert.Contains(t, md, want)
 	}
 	assert.NotContains(t, sampleReport().Markdown(), "pushed back", "only when something was pushed back")
+}
+
+func TestPayloadRepeats(t *testing.T) {
+	p := PayloadSize{Rows: 1000, Distinct: 8192}
+	assert.InDelta(t, 0.5, p.Repeats(4_096_000), 1e-9, "half the rows sent, none twice")
+	assert.InDelta(t, 3, p.Repeats(3*8_192_000), 1e-9)
+	assert.Zero(t, PayloadSize{}.Repeats(10), "unknown without the batches")
 }
 
 func TestMarkdownShowsFailuresAndLoss(t *testing.T) {

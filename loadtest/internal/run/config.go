@@ -6,6 +6,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -19,12 +20,16 @@ var Scenarios = map[string][]driver.Signal{
 	"logs":    {driver.Logs},
 	"metrics": {driver.Metrics},
 	"mixed":   {driver.Traces, driver.Logs, driver.Metrics},
-	// Arc MessagePack batches straight to the sidecar's write API.
-	"arc-metrics": {driver.ArcMetrics},
-	"arc-logs":    {driver.ArcLogs},
-	"arc-traces":  {driver.ArcTraces},
-	"arc-events":  {driver.ArcEvents},
-	"arc-mixed":   {driver.ArcMetrics, driver.ArcLogs, driver.ArcTraces, driver.ArcEvents},
+	// Arc MessagePack batches straight to the sidecar's write API: logs and
+	// traces with every row new (driver.ShapeNew), or as up to 2026-11-27
+	// (the -cycled ones, driver.ShapeCycled).
+	"arc-metrics":       {driver.ArcMetrics},
+	"arc-logs":          {driver.ArcLogs},
+	"arc-traces":        {driver.ArcTraces},
+	"arc-events":        {driver.ArcEvents},
+	"arc-mixed":         {driver.ArcMetrics, driver.ArcLogs, driver.ArcTraces, driver.ArcEvents},
+	"arc-logs-cycled":   {driver.ArcLogs},
+	"arc-traces-cycled": {driver.ArcTraces},
 	// The demo story of docs/QUERIES.md, sent once through the collector.
 	ScenarioCampaign: {driver.Traces, driver.Logs, driver.Events, driver.Metrics},
 }
@@ -34,6 +39,36 @@ const ScenarioCampaign = "campaign"
 
 // IsArc reports whether a scenario uses the Arc write API.
 func IsArc(scenario string) bool { return strings.HasPrefix(scenario, "arc-") }
+
+// cycledSuffix marks the arc scenarios that send the payloads used up to
+// 2026-11-27.
+const cycledSuffix = "-cycled"
+
+// ArcShape is the generator of an arc scenario's logs and traces.
+func (c Config) ArcShape() driver.Shape {
+	if strings.HasSuffix(c.Scenario, cycledSuffix) {
+		return driver.ShapeCycled
+	}
+	return driver.ShapeNew
+}
+
+// PayloadCount is how many distinct batches per measurement the arc
+// driver generates: -payloads, or its shape's default; but no more than
+// the run can send at its -rate (a short paced run need not wait for
+// thousands), so that below the count no row is sent twice.
+func (c Config) PayloadCount() int {
+	n := c.Payloads
+	if n == 0 {
+		n = c.ArcShape().DefaultPayloads()
+	}
+	if c.Rate > 0 && !c.Sweep.Enabled {
+		// The pacer hands out rate/batch slots a second over all workers,
+		// and each worker may take one more.
+		sends := int(math.Ceil(c.Rate*c.Duration.Seconds()/float64(c.Batch))) + c.Workers
+		n = min(n, max(1, sends))
+	}
+	return n
+}
 
 // Drivers.
 const (
@@ -78,8 +113,12 @@ type Config struct {
 	// graceful shutdown flushes counts, as for a started sidecar.
 	TargetStop bool
 	// Payloads is how many distinct batches the Arc driver pre-generates
-	// per measurement and cycles through.
+	// per measurement and cycles through; 0 is the scenario's default
+	// (see PayloadCount).
 	Payloads int
+	// PayloadMiB bounds the memory those batches hold over all
+	// measurements; 0 is no bound.
+	PayloadMiB int
 	// FreshTimes moves each Arc request's timestamps to its send time.
 	FreshTimes bool
 	// Token is the bearer token of the Arc write API, if it needs one.
@@ -146,8 +185,11 @@ func (c Config) Validate() error {
 	if c.Workers < len(c.Signals()) {
 		errs = append(errs, fmt.Errorf("workers %d: need at least one per signal", c.Workers))
 	}
-	if IsArc(c.Scenario) && c.Payloads <= 0 {
-		errs = append(errs, fmt.Errorf("payloads %d: the arc driver needs at least one", c.Payloads))
+	if c.Payloads < 0 {
+		errs = append(errs, fmt.Errorf("payloads %d: must be 0 (the scenario's default) or positive", c.Payloads))
+	}
+	if c.PayloadMiB < 0 {
+		errs = append(errs, fmt.Errorf("payload memory %d MiB: must be 0 (no bound) or positive", c.PayloadMiB))
 	}
 	if c.Batch <= 0 {
 		errs = append(errs, fmt.Errorf("batch %d: must be positive", c.Batch))

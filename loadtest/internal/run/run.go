@@ -163,6 +163,12 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	return t, nil
 }
 
+func (r *Runner) progress(line string) {
+	if r.Progress != nil {
+		r.Progress(line)
+	}
+}
+
 // load is one driver run at one rate for one duration.
 type load struct {
 	otlp *driver.OTLP
@@ -184,10 +190,17 @@ func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
 	if r.Driver == DriverArc {
 		rec := driver.NewRecorder()
 		p.Endpoint = tgt.url
-		d := &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Payloads: r.Payloads, Fresh: r.FreshTimes}
-		// Before the clock starts: a thousand payloads take seconds.
+		d := &driver.Arc{Plan: p, Recorder: rec, Database: r.Database, Token: r.Token, Shape: r.ArcShape(),
+			Payloads: r.PayloadCount(), MemoryBudget: int64(r.PayloadMiB) << 20, Fresh: r.FreshTimes}
+		// Before the clock starts: thousands of payloads take seconds.
+		start := time.Now()
 		if err := d.Prepare(); err != nil {
 			return nil, err
+		}
+		for _, s := range p.Signals {
+			size := d.Sizes[s]
+			r.progress(fmt.Sprintf("%s: %d distinct batches of %d rows (%s shape, %.0f MiB gzip) generated in %.1f s",
+				s, size.Distinct, size.Rows, r.ArcShape(), float64(size.Distinct*size.Gzip)/(1<<20), time.Since(start).Seconds()))
 		}
 		return &load{arc: d, rec: rec}, nil
 	}

@@ -39,7 +39,8 @@ func TestConfigValidate(t *testing.T) {
 		{"ceiling against a running target", func(c *Config) { c.Target = "x:1"; c.CollectorMetrics = "http://x/metrics"; c.Ceiling = true }, "ceiling needs a stack"},
 		{"target pid without a target", func(c *Config) { c.TargetPID = 42 }, "describe a running -target"},
 		{"target parquet without a target", func(c *Config) { c.TargetParquet = "/data" }, "describe a running -target"},
-		{"arc driver without payloads", func(c *Config) { c.Scenario = "arc-logs"; c.Driver = DriverArc; c.Payloads = 0 }, "payloads 0"},
+		{"negative payloads", func(c *Config) { c.Scenario = "arc-logs"; c.Driver = DriverArc; c.Payloads = -1 }, "payloads -1"},
+		{"negative payload memory", func(c *Config) { c.PayloadMiB = -1 }, "payload memory -1"},
 		{"stop without a pid", func(c *Config) {
 			c.Target = "http://x"
 			c.Scenario = "arc-logs"
@@ -156,6 +157,53 @@ func TestFailures(t *testing.T) {
 	}, failures(rep))
 	rep.Arc.Loss, rep.Arc.Errors = rep.Arc.Loss[:1], 0
 	assert.Empty(t, failures(rep))
+}
+
+func TestArcScenarioShapes(t *testing.T) {
+	for _, tt := range []struct {
+		scenario string
+		shape    driver.Shape
+		signals  []driver.Signal
+	}{
+		{"arc-logs", driver.ShapeNew, []driver.Signal{driver.ArcLogs}},
+		{"arc-traces", driver.ShapeNew, []driver.Signal{driver.ArcTraces}},
+		{"arc-mixed", driver.ShapeNew, []driver.Signal{driver.ArcMetrics, driver.ArcLogs, driver.ArcTraces, driver.ArcEvents}},
+		{"arc-logs-cycled", driver.ShapeCycled, []driver.Signal{driver.ArcLogs}},
+		{"arc-traces-cycled", driver.ShapeCycled, []driver.Signal{driver.ArcTraces}},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			c := Config{Scenario: tt.scenario, Driver: DriverArc, Duration: time.Minute, Workers: 8, Batch: 1000, Interval: 5 * time.Second}
+			require.NoError(t, c.Validate())
+			assert.True(t, IsArc(tt.scenario))
+			assert.Equal(t, tt.shape, c.ArcShape())
+			assert.Equal(t, tt.signals, c.Signals())
+		})
+	}
+}
+
+func TestPayloadCount(t *testing.T) {
+	base := Config{Scenario: "arc-logs", Driver: DriverArc, Duration: time.Minute, Workers: 8, Batch: 1000, Interval: 5 * time.Second}
+	for _, tt := range []struct {
+		name   string
+		change func(*Config)
+		want   int
+	}{
+		{"the new shape's default", func(*Config) {}, 8192},
+		{"the cycled shape's default", func(c *Config) { c.Scenario = "arc-logs-cycled" }, 64},
+		{"asked for", func(c *Config) { c.Payloads = 1024 }, 1024},
+		// 20 000 rows/s for 3 s in batches of 1000: 60 sends, 8 more for the workers.
+		{"no more than a paced run sends", func(c *Config) { c.Rate, c.Duration = 20_000, 3*time.Second }, 68},
+		{"a fast paced run gets them all", func(c *Config) { c.Rate = 1_000_000 }, 8192},
+		{"a sweep's steps change the rate", func(c *Config) {
+			c.Rate, c.Duration, c.Sweep = 20_000, 3*time.Second, SweepConfig{Enabled: true}
+		}, 8192},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.change(&c)
+			assert.Equal(t, tt.want, c.PayloadCount())
+		})
+	}
 }
 
 func TestConfigAcceptsARunningArcTarget(t *testing.T) {
