@@ -102,7 +102,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.compactEvery, "compact-interval", 15*time.Minute, "how often retention and compaction run; 0 turns both off (POST /admin/compact still works)")
 	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
 	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted OTLP rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md); measurements are always ordered by time")
-	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h")
+	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h; with -s3-bucket only once verified in the bucket")
 	sizeVar(fs, &c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit (a `size`) of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
 	sizeVar(fs, &c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest MessagePack write request body (a `size`), as sent (413 past it)")
 	sizeVar(fs, &c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest MessagePack write body (a `size`) after gzip/zstd decompression (413 past it)")
@@ -258,7 +258,7 @@ func run(c config, log *slog.Logger) error {
 		CompactInterval: c.compactEvery,
 		CompactMinAge:   c.compactMinAge,
 		CompactSort:     c.compactSort,
-		Retention:       c.retention,
+		Retention:       storeRetention(c),
 		Logger:          log,
 		Allocator:       mem,
 	})
@@ -271,9 +271,6 @@ func run(c config, log *slog.Logger) error {
 		metrics.Register(uploader.Collectors()...)
 		ready = append(ready, uploader.Ready)
 		checkBucket(uploader, c.s3.bucket, log)
-		if len(c.retention) > 0 {
-			log.Warn("-retention deletes partitions whether they are in the bucket or not; -local-retention waits for the upload")
-		}
 	}
 	grpcLis, err := net.Listen("tcp", c.grpcAddr)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
@@ -118,8 +119,27 @@ func newUploader(c config, log *slog.Logger) (*upload.Uploader, error) {
 	}
 	return upload.New(upload.Config{
 		Bucket: bucket, BucketName: f.bucket, Prefix: f.prefix, CompactMinAge: c.compactMinAge, LocalRetention: f.localRetention,
-		Interval: file.Interval, PartSize: file.PartSize, Concurrency: file.Concurrency, Timeout: file.RequestTimeout, Logger: log,
+		Retention: uploadRetention(c), Interval: file.Interval, PartSize: file.PartSize, Concurrency: file.Concurrency,
+		Timeout: file.RequestTimeout, Logger: log,
 	})
+}
+
+// With a bucket, -retention is the uploader's: a partition past its age is
+// deleted once verified in the bucket, as with -local-retention, never
+// before its upload. The store applies it only without one. Both run only
+// with scheduled maintenance (-compact-interval 0 turns retention off).
+func uploadRetention(c config) storage.Retention {
+	if c.compactEvery <= 0 {
+		return nil
+	}
+	return c.retention
+}
+
+func storeRetention(c config) storage.Retention {
+	if c.s3.bucket != "" {
+		return nil
+	}
+	return c.retention
 }
 
 // checkBucket says at start whether the bucket takes the credentials: a

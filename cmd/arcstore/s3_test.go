@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
@@ -84,4 +85,35 @@ func TestS3ConfigFile(t *testing.T) {
 	assert.Nil(t, u, "no bucket, no uploads")
 	_, err = newUploader(config{s3: s3Flags{bucket: "b", endpoint: "127.0.0.1:7070"}}, quiet)
 	assert.ErrorContains(t, err, "want http://host[:port]")
+}
+
+// TestRetentionWithBucket: with a bucket the uploader applies -retention
+// (after verifying the upload) and the store does not; without one the
+// store does; -compact-interval 0 turns it off either way.
+func TestRetentionWithBucket(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	want := storage.Retention{"default/traces": 168 * time.Hour, "*/*": 720 * time.Hour}
+	for _, tt := range []struct {
+		name          string
+		args          []string
+		store, upload storage.Retention
+	}{
+		{"without a bucket", nil, want, nil},
+		{"with a bucket", []string{"-s3-bucket", "b"}, nil, want},
+		{"with a bucket, no scheduled maintenance", []string{"-s3-bucket", "b", "-compact-interval", "0"}, nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseFlags(append([]string{"-retention", "default/traces=168h,*/*=720h"}, tt.args...))
+			require.NoError(t, err)
+			assert.Equal(t, tt.store, storeRetention(c), "the store's")
+			u, err := newUploader(c, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			if u == nil {
+				assert.Nil(t, tt.upload)
+				return
+			}
+			assert.Equal(t, tt.upload, u.Config().Retention, "the uploader's")
+		})
+	}
 }

@@ -133,3 +133,31 @@ func TestObjectStorageCrashWhileDropping(t *testing.T) {
 	assert.Equal(t, 101, distinct, "every acknowledged row in the bucket")
 	assert.Equal(t, 101, rows, "each once")
 }
+
+// TestObjectStorageRetentionWaitsForUpload: with a bucket, -retention
+// deletes a partition only once it is verified in the bucket. The bucket
+// is down while an hour passes its retention: the partition stays; once
+// the bucket is back it is uploaded, then deleted locally, and the bucket
+// holds every row once. (Before, retention deleted it with the bucket
+// down, and its rows were nowhere.)
+func TestObjectStorageRetentionWaitsForUpload(t *testing.T) {
+	srv := s3test.Start(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	at := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour).Add(10 * time.Minute)
+	srv.Stop()
+	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)), s3Sidecar(t, srv, "-retention", "1h", "-compact-interval", "500ms")...)
+	postIDs(t, sc, 0, 50, at)
+	require.Eventually(t, func() bool { return len(localParquet(t, dataDir)) == 1 }, 10*time.Second, 50*time.Millisecond, "flushed")
+	time.Sleep(3 * time.Second) // six retention runs
+	assert.Len(t, localParquet(t, dataDir), 1, "past -retention but not in the bucket: kept")
+	assert.Zero(t, sidecarMetric(t, sc, "arcstore_retention_partitions_deleted_total"))
+
+	srv.Restart()
+	require.Eventually(t, func() bool { return len(localParquet(t, dataDir)) == 0 }, 60*time.Second, 100*time.Millisecond,
+		"uploaded, verified, then deleted by retention")
+	assert.Equal(t, 1.0, sidecarMetric(t, sc, "arcstore_retention_partitions_deleted_total"))
+	sc.stop(t, 30*time.Second)
+	rows, distinct := bucketIDs(t, srv)
+	assert.Equal(t, 50, distinct, "every acknowledged row in the bucket")
+	assert.Equal(t, 50, rows, "each once")
+}

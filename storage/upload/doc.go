@@ -22,9 +22,11 @@
 // new file, then deletes the object it replaces (a reader listing between
 // the two steps sees the old rows twice).
 //
-// With LocalRetention a partition is deleted locally only once every one
-// of its files is verified in the bucket (HEAD: size and ETag as uploaded),
-// through the store, which refuses if a file appeared meanwhile. The
+// With LocalRetention (or Retention: the sidecar's -retention, which
+// waits for the bucket the same way) a partition is deleted locally only
+// once every one of its files is verified in the bucket (HEAD: size and
+// ETag as uploaded), through the store, which refuses if a file appeared
+// meanwhile. The
 // deletion's token is recorded first and the store keeps a tombstone of
 // it: after a crash, a partition deleted and refilled by late rows and one
 // not deleted but compacted both lack the recorded files, and only the

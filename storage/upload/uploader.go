@@ -34,6 +34,11 @@ type Config struct {
 	// long ago and every file of it is verified in the bucket; 0 keeps
 	// everything.
 	LocalRetention time.Duration
+	// Retention is the sidecar's -retention when a bucket is configured:
+	// the uploader applies it, as it does LocalRetention, only to
+	// partitions verified in the bucket (the store's own would delete
+	// what is not uploaded yet). The shorter of the two applies.
+	Retention storage.Retention
 	// Interval is how often the partition tree is scanned (a compaction
 	// run also starts a scan).
 	Interval time.Duration
@@ -95,6 +100,7 @@ type Uploader struct {
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
+	next   storage.Observer // told of the partitions Retention deleted
 
 	now  func() time.Time
 	hook func(step string) error // tests crash the uploader here
@@ -146,6 +152,7 @@ func (u *Uploader) Config() Config { return u.cfg }
 // Observe returns an Observer that passes every event to next and starts
 // a scan when a compaction run ends: the partitions it covered are ready.
 func (u *Uploader) Observe(next storage.Observer) storage.Observer {
+	u.next = next
 	return observer{Observer: next, u: u}
 }
 
@@ -599,10 +606,24 @@ func (u *Uploader) partition(ctx context.Context, p *localPartition, now time.Ti
 	if err := u.dropReplaced(ctx, m, p); err != nil {
 		return err
 	}
-	if u.cfg.LocalRetention > 0 && !p.end.After(now.Add(-u.cfg.LocalRetention)) && len(m.Objects) > 0 && len(m.Pending) == 0 {
-		return u.dropLocal(ctx, m, p)
+	if age, byRetention, ok := u.localAge(p.rel); ok && !p.end.After(now.Add(-age)) && len(m.Objects) > 0 && len(m.Pending) == 0 {
+		return u.dropLocal(ctx, m, p, byRetention)
 	}
 	return nil
+}
+
+// localAge is how long after its hour ended a partition verified in the
+// bucket is deleted locally: the shorter of LocalRetention and its table's
+// Retention, and whether that is the Retention; ok is false when neither
+// applies.
+func (u *Uploader) localAge(rel string) (age time.Duration, byRetention, ok bool) {
+	age, ok = u.cfg.LocalRetention, u.cfg.LocalRetention > 0
+	db, rest, _ := strings.Cut(rel, "/")
+	table, _, _ := strings.Cut(rest, "/")
+	if r, found := u.cfg.Retention.For(db, table); found && (!ok || r <= age) {
+		return r, true, true
+	}
+	return age, false, ok
 }
 
 // dropReplaced deletes from the bucket the objects of files that are no
@@ -656,7 +677,7 @@ func (u *Uploader) delete(ctx context.Context, key string) error {
 
 // dropLocal deletes a partition whose every file is verified in the
 // bucket. The drop's token is recorded first: see settleDrops.
-func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition) error {
+func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition, byRetention bool) error {
 	for _, f := range p.files {
 		o, ok := m.object(f.name)
 		if !ok {
@@ -710,7 +731,10 @@ func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition
 		return err
 	}
 	u.metrics.localDeleted.Inc()
-	u.log.Info("deleted a local partition verified in the bucket", "partition", p.rel, "files", len(p.files))
+	if byRetention && u.next != nil {
+		u.next.Retired(1)
+	}
+	u.log.Info("deleted a local partition verified in the bucket", "partition", p.rel, "files", len(p.files), "by_retention", byRetention)
 	return nil
 }
 

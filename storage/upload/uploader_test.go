@@ -670,3 +670,58 @@ func TestLocalRetentionWaitsForAge(t *testing.T) {
 	assert.True(t, e.exists(young))
 	assert.False(t, e.exists(old))
 }
+
+// TestRetentionWaitsForUpload: the store's -retention, when the uploader
+// applies it, deletes a partition past its table's age only once it is
+// verified in the bucket; the shorter of it and LocalRetention applies,
+// and deletions it made (not LocalRetention's) count as retention's.
+func TestRetentionWaitsForUpload(t *testing.T) {
+	srv := s3test.Start(t)
+	for _, tc := range []struct {
+		name      string
+		retention storage.Retention
+		local     time.Duration
+		refuse    bool
+		deleted   bool
+		retired   int
+	}{
+		{"past the table's retention", storage.Retention{"default/traces": 2 * time.Hour}, 0, false, true, 1},
+		{"past it, the bucket refusing", storage.Retention{"*/*": 2 * time.Hour}, 0, true, false, 0},
+		{"another table's retention", storage.Retention{"default/logs": 2 * time.Hour}, 0, false, false, 0},
+		{"not yet past it", storage.Retention{"default/traces": 4 * time.Hour}, 0, false, false, 0},
+		{"retention shorter than local retention", storage.Retention{"*/traces": 2 * time.Hour}, 5 * time.Hour, false, true, 1},
+		{"local retention shorter", storage.Retention{"*/*": 5 * time.Hour}, 2 * time.Hour, false, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, srv)
+			p := e.partition(3) // ended 2 to 3 hours ago
+			r := &rows{e: e, p: p}
+			r.file(10)
+			if tc.refuse {
+				b := &refusing{Bucket: e.bucket, match: "/"}
+				b.n.Store(1 << 30)
+				e.bucket = b
+			}
+			u := e.uploader(nil, func(c *Config) { c.Retention, c.LocalRetention = tc.retention, tc.local })
+			next := &recorder{}
+			u.Observe(next)
+			for range 3 {
+				_, _ = u.pass(context.Background())
+				e.now = e.now.Add(time.Minute)
+			}
+			assert.Equal(t, !tc.deleted, e.exists(p), "deleted locally")
+			retired := 0
+			for _, ev := range next.events {
+				if ev == "retired" {
+					retired++
+				}
+			}
+			assert.Equal(t, tc.retired, retired, "counted as retention's")
+			if tc.refuse {
+				assert.Empty(t, e.objects())
+				return
+			}
+			r.assertRowsOnce("uploaded")
+		})
+	}
+}
