@@ -18,7 +18,7 @@ type ReadyCheck func() error
 
 // NewHTTPHandler serves /health (the process is up and its store open) and
 // /ready (it also accepts writes: not shutting down, data directory
-// writable, and every check met).
+// writable with more than -min-free-disk free, and every check met).
 func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
@@ -35,6 +35,10 @@ func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 		}
 		if err := store.Writable(); err != nil {
 			http.Error(w, "data directory not writable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := store.DiskRoom(); err != nil {
+			http.Error(w, "writes refused: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		for _, check := range checks {

@@ -213,6 +213,16 @@ func (m *Metrics) WatchStore(s *storage.Store) {
 		Help: "Damaged WAL records the -wal-repair start dropped before every consumer had them; their rows, where the damaged payload still reads, are in arcstore_rows_dropped_total."})
 	walDropped.Add(float64(records))
 	m.reg.MustRegister(walDropped)
+	gauge("arcstore_disk_free_bytes", "Free bytes on the data directory's file system (-1: cannot be read).", func() float64 {
+		free, err := s.FreeDisk()
+		if err != nil {
+			return -1
+		}
+		return float64(free)
+	})
+	gauge("arcstore_disk_min_free_bytes", "The free space kept for flushes (-min-free-disk; -1: none): below it writes are refused with 503 / UNAVAILABLE.", func() float64 {
+		return float64(max(s.MinFreeDisk(), -1))
+	})
 	gauge("arcstore_wal_limit_bytes", "The WAL's ceiling (-max-wal-bytes); a sink that is behind holds segments up to it.", func() float64 { return float64(s.MaxWALBytes()) })
 	for _, name := range s.SinkNames() {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "arcstore_sink_lag_segments",

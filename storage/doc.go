@@ -26,4 +26,8 @@
 // token, which the destination uses to drop the repeat. A cursor on disk
 // whose consumer this start does not run (a sink whose flag was dropped)
 // holds the WAL the same way: only deleting the cursor gives its rows up.
+//
+// Below Options.MinFreeDisk of free space Append refuses writes
+// (ErrDiskLow, after waiting for space), never flushes: the floor is the
+// room flushes need to drain the WAL into Parquet.
 package storage

@@ -79,6 +79,15 @@ type Options struct {
 	// SinkDrainTimeout is how long Close waits for the sinks to store the
 	// last segments; what they miss stays in the WAL for the next start.
 	SinkDrainTimeout time.Duration
+	// MinFreeDisk is the free space on the data directory's file system
+	// below which a write waits up to BufferWait for a flush to free some,
+	// then is refused with ErrDiskLow: flushes, which are never refused,
+	// need it to drain the WAL into Parquet. 0 is DefaultMinFreeDisk,
+	// negative keeps no floor.
+	MinFreeDisk int64
+	// DiskFree reads the free space; nil is StatfsFree (tests fill the
+	// disk with it).
+	DiskFree DiskFree
 	// WALRepair lets start-up drop a damaged WAL record (logging what it
 	// drops, counted by WALRepaired) instead of stopping with a
 	// *wal.CorruptionError.
@@ -223,6 +232,9 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
+	if _, err := s.FreeDisk(); err != nil && opts.MinFreeDisk >= 0 {
+		s.log.Warn("cannot read the free space of the data directory's file system: no write is refused for want of it (-min-free-disk)", "error", err)
+	}
 	if err := s.recover(); err != nil {
 		s.gen.release()
 		s.unlock()
@@ -259,6 +271,12 @@ func withDefaults(o Options) Options {
 	}
 	if o.BufferWait == 0 {
 		o.BufferWait = DefaultBufferWait
+	}
+	if o.MinFreeDisk == 0 {
+		o.MinFreeDisk = DefaultMinFreeDisk
+	}
+	if o.DiskFree == nil {
+		o.DiskFree = StatfsFree
 	}
 	if o.DedupWindow <= 0 {
 		o.DedupWindow = DefaultDedupWindow
@@ -485,60 +503,81 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 		// this request even if it ends before the wait begins.
 		room := s.room.next()
 		full, err := s.appendAll(ctx, batches, size)
-		if !full {
+		if full == nil {
 			return err
 		}
 		if s.opts.BufferWait < 0 {
-			return ErrBackpressure
+			return full
 		}
 		if giveUp == nil {
 			t := time.NewTimer(s.opts.BufferWait)
 			defer t.Stop()
 			giveUp = t.C
 		}
-		if err := s.waitForRoom(ctx, room, giveUp); err != nil {
+		if err := s.waitForRoom(ctx, room, giveUp, full); err != nil {
 			return err
 		}
 	}
 }
 
 // waitForRoom waits for room, the end of the request's BufferWait or its
-// client; waiting and waited let the committer and /metrics see it.
-func (s *Store) waitForRoom(ctx context.Context, room <-chan struct{}, giveUp <-chan time.Time) error {
+// client; waiting and waited let the committer and /metrics see it. full
+// is what it waits out: the buffer's ceiling, which flushes make room
+// under, or the disk's floor, which they may and whatever frees space
+// (retention, an operator) may, unannounced: the disk is looked at again
+// every diskRecheck.
+func (s *Store) waitForRoom(ctx context.Context, room <-chan struct{}, giveUp <-chan time.Time, full error) error {
 	s.waiting.Add(1)
 	start := time.Now()
 	defer func() {
 		s.waited.Add(int64(time.Since(start)))
 		s.waiting.Add(-1)
 	}()
+	var recheck <-chan time.Time
+	if errors.Is(full, ErrDiskLow) {
+		t := time.NewTimer(diskRecheck)
+		defer t.Stop()
+		recheck = t.C
+	}
 	select {
 	case <-room:
 		return nil
+	case <-recheck:
+		return nil
 	case <-giveUp:
-		return fmt.Errorf("%w (waited %s for a flush to make room)", ErrBackpressure, s.opts.BufferWait)
+		return fmt.Errorf("%w (waited %s for a flush to make room)", full, s.opts.BufferWait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// appendAll is one attempt of AppendAll; full reports that the buffer had
-// no room for size more bytes (nothing was stored). It waits without
-// holding closeMu, so Close does not wait for a flush that may never come.
-func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (full bool, _ error) {
+// appendAll is one attempt of AppendAll; full is why it found no room
+// for size more bytes (ErrBackpressure: the buffer; ErrDiskLow: the
+// disk), and nothing was stored. It waits without holding closeMu, so
+// Close does not wait for a flush that may never come.
+func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (full, _ error) {
 	if s.closing.Load() {
 		// Before RLock: a Close waiting for the lock blocks new readers
 		// until the requests in flight are answered.
-		return false, ErrClosed
+		return nil, ErrClosed
 	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closing.Load() {
-		return false, ErrClosed
+		return nil, ErrClosed
+	}
+	if err := s.checkDisk(size); err != nil {
+		if s.buffered.Load() > 0 {
+			// A flush turns WAL segments into smaller Parquet files; one
+			// of nothing would only rotate the WAL.
+			s.requestFlush()
+		}
+		return err, nil
 	}
 	if s.admitted.Add(size)+s.buffered.Load() > s.opts.MaxBufferBytes {
 		s.admitted.Add(-size)
 		s.requestFlush()
-		return true, nil
+		return ErrBackpressure, nil
 	}
 	// Once answered, committed rows are in buffered (addToGen runs before
 	// the answer), so for a moment they count twice: on the safe side.
@@ -552,10 +591,10 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 		}
 	}()
 	if err := s.wal.Err(); err != nil {
-		return false, err
+		return nil, err
 	}
 	if wal := s.wal.Bytes(); wal+size > s.opts.MaxWALBytes {
-		return false, fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
+		return nil, fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
 	}
 	reqs := make([]*appendReq, 0, len(batches))
 	for i := range batches {
@@ -569,7 +608,7 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 		reqs = append(reqs, &appendReq{id: b.ID, batch: b, database: b.Database, table: b.Table, ipc: b.IPC, rec: b.Rec, done: make(chan error, 1)})
 	}
 	if len(reqs) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	// The first batch carries the others into the committer's group.
 	reqs[0].request = reqs
@@ -579,7 +618,7 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 		for _, r := range reqs {
 			r.rec.Release()
 		}
-		return false, ctx.Err()
+		return nil, ctx.Err()
 	}
 	// Once queued, the outcome must be waited for: the caller may only
 	// forget a batch that is known not to be acknowledged.
@@ -592,7 +631,7 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 		added = added || !r.dup
 	}
 	added = added && err == nil
-	return false, err
+	return nil, err
 }
 
 func (s *Store) requestFlush() {
@@ -761,6 +800,12 @@ func (s *Store) maintainLoop() {
 		}
 		if _, err := s.ApplyRetention(time.Now(), s.opts.Retention); err != nil {
 			s.log.Error("retention failed", "error", err)
+		}
+		if err := s.DiskRoom(); err != nil {
+			// A merge holds a partition twice until it ends: the room
+			// left is the flushes'.
+			s.log.Warn("compaction skipped while the disk is nearly full", "error", err)
+			continue
 		}
 		if _, err := s.Compact(ctx, s.opts.CompactMinAge); err != nil && ctx.Err() == nil {
 			s.log.Error("compaction failed; the partition keeps its files", "error", err)

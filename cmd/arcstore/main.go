@@ -58,6 +58,7 @@ type config struct {
 	clickhouseConfig string
 	parquet          bool
 	maxWALBytes      int64
+	minFreeDisk      int64
 	walRepair        bool
 	dedupWindow      time.Duration
 
@@ -117,6 +118,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clickhouseConfig, "clickhouse-config", "", "YAML file of ClickHouse settings: database, user, password(_file), tls, cluster, ttl, compression (see docs/CLICKHOUSE.md)")
 	fs.BoolVar(&c.parquet, "parquet", true, "write Parquet files; -parquet=false with -clickhouse-addr makes ClickHouse the only storage")
 	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` (bytes of records; the directory takes up to twice that plus two reused segment files) past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
+	sizeVar(fs, &c.minFreeDisk, "min-free-disk", storage.DefaultMinFreeDisk, "free `size` kept on the data directory's file system for flushes: below it writes wait (-buffer-wait) for a flush, then are refused with UNAVAILABLE (503) and /ready says why, until space returns; 0 keeps no floor")
 	c.s3.register(fs)
 	fs.BoolVar(&c.walRepair, "wal-repair", false, walRepairUsage)
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
@@ -164,6 +166,15 @@ func bufferWait(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// minFreeDisk is the store's MinFreeDisk for -min-free-disk: the flag's 0
+// (no floor) is the store's negative value, its 0 being the default.
+func minFreeDisk(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func newLogger(c config) (*slog.Logger, error) {
@@ -246,6 +257,7 @@ func run(c config, log *slog.Logger) error {
 		Sinks:           sinks,
 		NoParquet:       !c.parquet,
 		MaxWALBytes:     c.maxWALBytes,
+		MinFreeDisk:     minFreeDisk(c.minFreeDisk),
 		WALRepair:       c.walRepair,
 		DedupWindow:     c.dedupWindow,
 		Observer:        observer,
