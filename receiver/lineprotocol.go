@@ -9,6 +9,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
 	"github.com/arc-otel/arc-otel/internal/lineproto"
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
 )
 
@@ -146,7 +147,7 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	res, err := lineproto.Decode(body, prec, arrived.UnixNano(), budget)
+	res, err := lineproto.Decode(body, prec, schema.TimestampOf(arrived), budget)
 	if err != nil {
 		return decodeError(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -365,6 +366,77 @@ func TestVersion2RecordsAreStillRead(t *testing.T) {
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"old-0", "older-0"}}, messages(t, dir))
+}
+
+// TestNanosecondRecordsOfEarlierBuildsReplay replays a segment that a
+// build storing nanoseconds wrote (an OTLP batch and a measurement batch,
+// as an upgrade after a crash finds them): the rows are stored in
+// microseconds, in the partition of their own time.
+func TestNanosecondRecordsOfEarlierBuildsReplay(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
+	s.crash()
+	logs, _ := storagetest.LogBatch(t, "old", t0)
+	defer logs.Release()
+	_, cpu, _ := cpuBatchAt(t, 3, false, t0)
+	defer cpu.Release()
+	var data []byte
+	for _, b := range []struct {
+		table string
+		rec   arrow.RecordBatch
+	}{{"logs", logs}, {"cpu", cpu}} {
+		ns := schema.TimesIn(b.rec, arrow.Nanosecond)
+		ipc := storagetest.IPC(t, ns)
+		ns.Release()
+		head := appendBatchHeader([]byte{payloadVersion, 1, 0, 0, 0}, "default", b.table, NewBatchID("default", b.table, ipc), len(ipc))
+		data = append(data, wal.Frame(head, ipc)...)
+	}
+	require.NoError(t, os.WriteFile(seg, data, 0o644))
+
+	s = openStore(t, dir, nil)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"old-0"}}, messages(t, dir))
+	logFiles, err := filepath.Glob(filepath.Join(dir, "default", "logs", "date=2026-11-22", "hour=9", "*.parquet"))
+	require.NoError(t, err)
+	require.Len(t, logFiles, 1)
+	rows, err := parquet.ReadFile[schema.LogRecord](logFiles[0])
+	require.NoError(t, err)
+	assert.Equal(t, []int64{t0.UnixMicro(), t0.UnixMicro()}, []int64{rows[0].Time, rows[0].ObservedTime})
+	type cpuRow struct {
+		Time int64 `parquet:"time,timestamp(microsecond)"`
+	}
+	cpuFiles, err := filepath.Glob(filepath.Join(dir, "default", "cpu", "date=2026-11-22", "hour=9", "*.parquet"))
+	require.NoError(t, err)
+	require.Len(t, cpuFiles, 1)
+	got, err := parquet.ReadFile[cpuRow](cpuFiles[0])
+	require.NoError(t, err)
+	assert.Equal(t, []cpuRow{{t0.UnixMicro()}, {t0.UnixMicro() + 1}, {t0.UnixMicro() + 2}}, got)
+	assertMicros(t, append(logFiles, cpuFiles...)...)
+}
+
+// assertMicros checks that every timestamp column of the files is in
+// microseconds.
+func assertMicros(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		info, err := f.Stat()
+		require.NoError(t, err)
+		pf, err := parquet.OpenFile(f, info.Size())
+		require.NoError(t, err)
+		n := 0
+		for _, path := range pf.Schema().Columns() {
+			leaf, _ := pf.Schema().Lookup(path...)
+			if lt := leaf.Node.Type().LogicalType(); lt != nil && strings.HasPrefix(lt.String(), "TIMESTAMP") {
+				n++
+				assert.Equal(t, schema.TimestampNode().Type().String(), leaf.Node.Type().String(), "%s: %v", p, path)
+			}
+		}
+		assert.Positive(t, n, "%s has timestamps", p)
+		f.Close()
+	}
 }
 
 // TestConcurrentRequestsCannotOvershootTheBuffer holds the WAL's fsync so

@@ -70,13 +70,13 @@ func TestCheckMeasurementRefusesTakenNames(t *testing.T) {
 		{[]string{"usage", "Usage_value"}, ""},
 	} {
 		t.Run(fmt.Sprint(tt.cols), func(t *testing.T) {
-			fields := []arrow.Field{{Name: "time", Type: utcNanos}}
+			fields := []arrow.Field{{Name: "time", Type: utcMicros}}
 			for _, c := range tt.cols {
 				fields = append(fields, arrow.Field{Name: c, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
 			}
 			b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
 			defer b.Release()
-			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixNano()))
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixMicro()))
 			for i := range tt.cols {
 				b.Field(i + 1).(*array.Int64Builder).Append(1)
 			}

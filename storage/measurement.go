@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Measurement tables hold what Arc-protocol clients write: one table folder
@@ -58,8 +59,9 @@ func IsOTLPTable(name string) bool {
 }
 
 // MeasurementTable returns the table for a measurement's schema: time (a
-// UTC nanosecond timestamp, not null) first, then nullable int64, float64,
-// string or bool columns. name is the table's folder (MeasurementFolder).
+// UTC timestamp of the contract's unit, schema.TimestampType, not null)
+// first, then nullable int64, float64, string or bool columns. name is the
+// table's folder (MeasurementFolder).
 func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 	if IsOTLPTable(name) {
 		return nil, fmt.Errorf("%w: measurement folder %q is the name of an OTLP table", ErrBadName, name)
@@ -82,7 +84,7 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 		Parquet:     ps,
 		SchemaFrame: arcflight.SchemaFrame(s),
 		timeCol:     0,
-		variant:     binary.BigEndian.Uint64(fp[:8]),
+		variant:     variantOfPrint(fp),
 	}
 	// Trace lookups are point lookups whatever wrote the table.
 	if _, ok := ps.Lookup(traceIDColumn); ok {
@@ -92,6 +94,11 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 	measurements.Add(key, t)
 	return t, nil
 }
+
+// variantOf tells apart the schemas of one measurement (Table.variant).
+func variantOf(s *arrow.Schema) uint64 { return variantOfPrint(fingerprint(s)) }
+
+func variantOfPrint(fp [sha256.Size]byte) uint64 { return binary.BigEndian.Uint64(fp[:8]) }
 
 // tableFor resolves a WAL record's table: an OTLP table by name, else the
 // measurement table of the record's own schema.
@@ -224,11 +231,10 @@ func distinctAtMost(col *arrow.Chunked, n int) bool {
 }
 
 func parquetSchema(name string, s *arrow.Schema) (*parquet.Schema, error) {
-	if s.NumFields() == 0 || s.Field(0).Name != measurementTimeCol || !arrow.TypeEqual(s.Field(0).Type, arrow.FixedWidthTypes.Timestamp_ns) &&
-		!isUTCNanos(s.Field(0).Type) || s.Field(0).Nullable {
-		return nil, fmt.Errorf("%w: measurement %q: the first column must be a non-null nanosecond %q timestamp", ErrSchemaMismatch, name, measurementTimeCol)
+	if s.NumFields() == 0 || s.Field(0).Name != measurementTimeCol || !isStoredTime(s.Field(0).Type) || s.Field(0).Nullable {
+		return nil, fmt.Errorf("%w: measurement %q: the first column must be a non-null %q timestamp (%s)", ErrSchemaMismatch, name, measurementTimeCol, schema.TimestampType)
 	}
-	g := parquet.Group{measurementTimeCol: parquet.Timestamp(parquet.Nanosecond)}
+	g := parquet.Group{measurementTimeCol: schema.TimestampNode()}
 	for _, f := range s.Fields()[1:] {
 		var n parquet.Node
 		switch f.Type.ID() {
@@ -256,7 +262,8 @@ func parquetSchema(name string, s *arrow.Schema) (*parquet.Schema, error) {
 	return parquet.NewSchema(name, g), nil
 }
 
-func isUTCNanos(dt arrow.DataType) bool {
+// isStoredTime: a timestamp of the contract's unit, UTC or without a zone.
+func isStoredTime(dt arrow.DataType) bool {
 	ts, ok := dt.(*arrow.TimestampType)
-	return ok && ts.Unit == arrow.Nanosecond && (ts.TimeZone == "UTC" || ts.TimeZone == "")
+	return ok && ts.Unit == schema.TimestampUnit && (ts.TimeZone == "UTC" || ts.TimeZone == "")
 }

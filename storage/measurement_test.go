@@ -17,10 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
-var utcNanos = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+// utcMicros is the time column of a measurement.
+var utcMicros = schema.TimestampType
 
 // cpuBatch builds a measurement batch: time, host and value, plus a core
 // column when withCore is set (a second schema of the same measurement).
@@ -31,14 +33,14 @@ func cpuBatch(t *testing.T, rows int, withCore bool) (*Table, arrow.RecordBatch,
 
 func cpuBatchAt(t *testing.T, rows int, withCore bool, at time.Time) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
-	fields := []arrow.Field{{Name: "time", Type: utcNanos}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+	fields := []arrow.Field{{Name: "time", Type: utcMicros}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}
 	if withCore {
 		fields = append(fields, arrow.Field{Name: "core", Type: arrow.PrimitiveTypes.Int64, Nullable: true})
 	}
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
 	defer b.Release()
-	now := at.UnixNano()
+	now := at.UnixMicro()
 	for i := range rows {
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(now + int64(i)))
 		b.Field(1).(*array.StringBuilder).Append("host-" + string(rune('a'+i%3)))
@@ -128,7 +130,7 @@ func TestAppendAllIsOneCommit(t *testing.T) {
 }
 
 func TestMeasurementTableRejects(t *testing.T) {
-	good := []arrow.Field{{Name: "time", Type: utcNanos}}
+	good := []arrow.Field{{Name: "time", Type: utcMicros}}
 	tests := []struct {
 		name    string
 		table   string
@@ -140,7 +142,7 @@ func TestMeasurementTableRejects(t *testing.T) {
 		{"path traversal", "../etc", good, ErrBadName, `"../etc"`},
 		{"a name, not its folder", "disk io", good, ErrBadName, `stores "disk io" as "disk%20io"`},
 		{"time not first", "cpu", []arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, good[0]}, ErrSchemaMismatch, "first column"},
-		{"nullable time", "cpu", []arrow.Field{{Name: "time", Type: utcNanos, Nullable: true}}, ErrSchemaMismatch, "non-null"},
+		{"nullable time", "cpu", []arrow.Field{{Name: "time", Type: utcMicros, Nullable: true}}, ErrSchemaMismatch, "non-null"},
 		{"unsupported type", "cpu", append(good, arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), ErrSchemaMismatch, `column "v": type int32`},
 	}
 	for _, tt := range tests {
@@ -153,11 +155,11 @@ func TestMeasurementTableRejects(t *testing.T) {
 }
 
 func TestMeasurementTraceIDGetsABloomFilter(t *testing.T) {
-	withID, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos},
+	withID, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcMicros},
 		{Name: "trace_id", Type: arrow.BinaryTypes.String, Nullable: true}}, nil))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"trace_id"}, withID.BloomColumns)
-	without, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}}, nil))
+	without, err := MeasurementTable("spans", arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcMicros}}, nil))
 	require.NoError(t, err)
 	assert.Empty(t, without.BloomColumns)
 }
@@ -170,7 +172,7 @@ func TestFingerprintIsUnambiguous(t *testing.T) {
 	str := func(name string) arrow.Field {
 		return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
 	}
-	ts := arrow.Field{Name: "time", Type: utcNanos}
+	ts := arrow.Field{Name: "time", Type: utcMicros}
 	crafted := arrow.NewSchema([]arrow.Field{ts, str("a\x00utf8\x00true\x00b")}, nil)
 	normal := arrow.NewSchema([]arrow.Field{ts, str("a"), str("b")}, nil)
 	assert.NotEqual(t, fingerprint(crafted), fingerprint(normal))
@@ -186,11 +188,11 @@ func TestFingerprintIsUnambiguous(t *testing.T) {
 // used to stay cached for good; past the bound the oldest are rebuilt when
 // written again, with the same variant.
 func TestMeasurementTableCacheIsBounded(t *testing.T) {
-	first := arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}, {Name: "c0", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	first := arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcMicros}, {Name: "c0", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 	t0, err := MeasurementTable("many", first)
 	require.NoError(t, err)
 	for i := range maxCachedSchemas + 10 {
-		s := arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcNanos}, {Name: "n" + strconv.Itoa(i), Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+		s := arrow.NewSchema([]arrow.Field{{Name: "time", Type: utcMicros}, {Name: "n" + strconv.Itoa(i), Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 		_, err := MeasurementTable("many", s)
 		require.NoError(t, err)
 	}

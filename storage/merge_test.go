@@ -33,7 +33,7 @@ var tinyMerge = mergeLimits{runBytes: 1, spillBatchRows: 7, mergeChunkRows: 50, 
 // hour, with nulls in every nullable column type.
 func sensorBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
-	fields := []arrow.Field{{Name: "time", Type: utcNanos},
+	fields := []arrow.Field{{Name: "time", Type: utcMicros},
 		{Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "count", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -43,7 +43,7 @@ func sensorBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch
 	hour := t0.Truncate(time.Hour)
 	for i := range n {
 		at := hour.Add(time.Duration(rng.Int64N(int64(time.Hour))))
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixNano()))
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixMicro()))
 		appendOrNull(b.Field(1), i%5 == 0, func() { b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("host-%d", rng.IntN(4))) })
 		appendOrNull(b.Field(2), i%4 == 1, func() { b.Field(2).(*array.Float64Builder).Append(rng.Float64()) })
 		appendOrNull(b.Field(3), i%3 == 2, func() { b.Field(3).(*array.Int64Builder).Append(rng.Int64()) })
@@ -233,14 +233,14 @@ func TestCompactMergesFilesOfAnOlderShapeRowByRow(t *testing.T) {
 // values and a random id, both int64.
 func codesBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
-	fields := []arrow.Field{{Name: "time", Type: utcNanos},
+	fields := []arrow.Field{{Name: "time", Type: utcMicros},
 		{Name: "code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
 	defer b.Release()
 	hour := t0.Truncate(time.Hour)
 	for i := range n {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(hour.Add(time.Duration(rng.Int64N(int64(time.Hour)))).UnixNano()))
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(hour.Add(time.Duration(rng.Int64N(int64(time.Hour)))).UnixMicro()))
 		appendOrNull(b.Field(1), i%9 == 0, func() { b.Field(1).(*array.Int64Builder).Append([]int64{200, 201, 404, 500, 503}[rng.IntN(5)]) })
 		b.Field(2).(*array.Int64Builder).Append(rng.Int64())
 	}
@@ -326,7 +326,7 @@ func columnEncodings(t *testing.T, path string) map[string][]string {
 // message distinct text of one template.
 func idsBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
-	fields := []arrow.Field{{Name: "time", Type: utcNanos}, {Name: "trace_id", Type: arrow.BinaryTypes.String},
+	fields := []arrow.Field{{Name: "time", Type: utcMicros}, {Name: "trace_id", Type: arrow.BinaryTypes.String},
 		{Name: "shared_id", Type: arrow.BinaryTypes.String}, {Name: "message", Type: arrow.BinaryTypes.String}}
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
 	defer b.Release()
@@ -337,7 +337,7 @@ func idsBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, [
 		shared[i] = hexID()
 	}
 	for i := range n {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(hour.Add(time.Duration(rng.Int64N(int64(time.Hour)))).UnixNano()))
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(hour.Add(time.Duration(rng.Int64N(int64(time.Hour)))).UnixMicro()))
 		b.Field(1).(*array.StringBuilder).Append(hexID())
 		b.Field(2).(*array.StringBuilder).Append(shared[rng.IntN(len(shared))])
 		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("user %d signed in from 10.%d.%d.%d", i, rng.IntN(256), rng.IntN(256), rng.IntN(256)))

@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Layout of the data directory. Directories the sidecar keeps for itself
@@ -18,7 +20,6 @@ const (
 	tmpDirName    = "tmp"
 	intentName    = "flush-intent.json"
 	parquetExt    = ".parquet"
-	hourNanos     = int64(time.Hour)
 )
 
 // partKey names one partition: a table of a database and one UTC hour.
@@ -29,9 +30,10 @@ type partKey struct {
 	variant  uint64 // schema of a measurement table (Table.variant)
 }
 
-func hourOf(ns int64) int64 {
-	h := ns / hourNanos
-	if ns%hourNanos < 0 {
+// hourOf is the hour since the epoch of a stored timestamp, floored.
+func hourOf(ts int64) int64 {
+	h := ts / schema.TimestampsPerHour
+	if ts%schema.TimestampsPerHour < 0 {
 		h--
 	}
 	return h
@@ -40,7 +42,7 @@ func hourOf(ns int64) int64 {
 // dir returns the partition's directory: date=YYYY-MM-DD/hour=H with an
 // unpadded hour, which engines read as an integer (hour=09 reads as text).
 func (k partKey) dir(dataDir string) string {
-	t := time.Unix(0, k.hour*hourNanos).UTC()
+	t := schema.TimestampTime(k.hour * schema.TimestampsPerHour)
 	return filepath.Join(dataDir, k.database, k.table,
 		"date="+t.Format(time.DateOnly), "hour="+strconv.Itoa(t.Hour()))
 }

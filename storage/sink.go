@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // A Sink is a destination of acknowledged rows besides the Parquet files,
@@ -539,11 +540,17 @@ func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 			rec.Release()
 		}
 	}()
+	var walSchema *arrow.Schema // as the WAL holds it, for the token
 	for _, ipc := range ipcs {
-		rec, err := arcflight.DecodeRecord(ipc, s.mem)
+		raw, err := arcflight.DecodeRecord(ipc, s.mem)
 		if err != nil {
 			return fmt.Errorf("decode wal record: %w", err)
 		}
+		if walSchema == nil {
+			walSchema = raw.Schema()
+		}
+		rec := schema.StoredTimes(raw) // nanoseconds in earlier builds' records
+		raw.Release()
 		w.Records = append(w.Records, rec)
 		w.Rows += rec.NumRows()
 	}
@@ -552,7 +559,13 @@ func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 		return err
 	}
 	w.Table = t
-	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x-%d", s.sidecarID, seq, g.database, g.table, t.variant, chunk)
+	// The variant of the schema the segment was written with: a segment an
+	// earlier build began to send keeps its token across the upgrade.
+	variant := t.variant
+	if !IsOTLPTable(g.table) {
+		variant = variantOf(walSchema)
+	}
+	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x-%d", s.sidecarID, seq, g.database, g.table, variant, chunk)
 	wctx, cancel := context.WithTimeout(ctx, sinkTimeout)
 	start := time.Now()
 	err = r.sink.Write(wctx, w)

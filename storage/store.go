@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
@@ -407,7 +406,7 @@ func (s *Store) rememberID(e walEntry) {
 
 func (s *Store) replayEntry(e walEntry) error {
 	s.rememberID(e)
-	rec, err := arcflight.DecodeRecord(e.ipc, s.mem)
+	rec, err := decodeWALRecord(e.ipc, s.mem)
 	if err != nil {
 		return err
 	}

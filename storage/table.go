@@ -45,7 +45,7 @@ var (
 )
 
 // maxFuture bounds how far ahead of the sidecar's clock a row's time may be:
-// further is a unit mix-up (seconds sent as nanoseconds and the like) that
+// further is a unit mix-up (seconds sent as microseconds and the like) that
 // would scatter rows into partitions nobody queries.
 const maxFuture = 366 * 24 * time.Hour
 
@@ -162,10 +162,11 @@ func (t *Table) CheckRows(rec arrow.RecordBatch) error {
 }
 
 func (t *Table) checkTime(rec arrow.RecordBatch) error {
-	limit := time.Now().Add(maxFuture).UnixNano()
+	limit := schema.TimestampOf(time.Now().Add(maxFuture))
 	for i, v := range rec.Column(t.timeCol).(*array.Timestamp).Values() {
 		if v < 0 || int64(v) > limit {
-			return fmt.Errorf("%w: row %d has time %d ns (want 1970-01-01 to one year from now, in ns since the Unix epoch)", ErrTimeRange, i, v)
+			return fmt.Errorf("%w: row %d has time %d %s (want 1970-01-01 to one year from now, in %s since the Unix epoch)",
+				ErrTimeRange, i, v, schema.TimestampUnit, schema.TimestampUnit)
 		}
 	}
 	return nil

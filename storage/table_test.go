@@ -60,8 +60,8 @@ func TestCheckRejectsBadBatches(t *testing.T) {
 		// Valid together, not apart: the one-pass check must see the cut.
 		{"a character cut across two rows", withColumn(t, good, "message", strings1("\xc3", "\xbc")), ErrInvalidUTF8, `column "message" row 0`},
 		{"null in a non-nullable column", withColumn(t, good, "message", nullMsg.NewArray()), ErrNullInRequired, `"message"`},
-		{"time before 1970", withColumn(t, good, "time", times(int64(t0.UnixNano()), -1)), ErrTimeRange, "row 1 has time -1 ns"},
-		{"time in seconds read as far future", withColumn(t, good, "time", times(int64(t0.UnixNano()), time.Now().Add(400*24*time.Hour).UnixNano())), ErrTimeRange, "row 1"},
+		{"time before 1970", withColumn(t, good, "time", times(t0.UnixMicro(), -1)), ErrTimeRange, "row 1 has time -1 us"},
+		{"time in seconds read as far future", withColumn(t, good, "time", times(t0.UnixMicro(), time.Now().Add(400*24*time.Hour).UnixMicro())), ErrTimeRange, "row 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestCheckRejectsBadBatches(t *testing.T) {
 func TestCheckAcceptsEmptyNestedLists(t *testing.T) {
 	tbl, err := LookupTable(schema.TableTraces)
 	require.NoError(t, err)
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, tbl.Arrow, strings.NewReader(`[{"time":1700000000000000000,"end_time":1700000000000000000,
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, tbl.Arrow, strings.NewReader(`[{"time":1700000000000000,"end_time":1700000000000000,
 		"duration_ns":0,"trace_id":"","span_id":"","parent_span_id":"","trace_state":"","flags":0,"operation_name":"op","span_kind":"server",
 		"span_status":"unset","span_status_message":"","error":false,"service_name":"s","resource_attributes":[],"resource_attribute_types":[],
 		"resource_dropped_attributes_count":0,"resource_schema_url":"","scope_name":"","scope_version":"","scope_attributes":[],

@@ -6,7 +6,11 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
@@ -222,3 +226,15 @@ func (s *Store) readSegment(seq uint64, fn func(walEntry) error) error {
 }
 
 func dirOf(path string) string { return filepath.Dir(path) }
+
+// decodeWALRecord decodes a batch of a WAL record in the contract's time
+// unit: records that earlier builds wrote hold nanoseconds
+// (schema.StoredTimes).
+func decodeWALRecord(ipc []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+	rec, err := arcflight.DecodeRecord(ipc, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	return schema.StoredTimes(rec), nil
+}

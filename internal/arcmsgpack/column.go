@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -451,36 +452,28 @@ func (col *Column) promote() error {
 
 // Time units are told apart by magnitude, as Arc does: a timestamp of
 // today is about 1.7e9 in seconds, 1.7e12 in ms, 1.7e15 in µs, 1.7e18 in ns.
-func unitOf(maxAbs float64) int64 {
+func unitOf(maxAbs float64) time.Duration {
 	switch {
 	case maxAbs < 1e11:
-		return 1e9
+		return time.Second
 	case maxAbs < 1e14:
-		return 1e6
+		return time.Millisecond
 	case maxAbs < 1e17:
-		return 1e3
+		return time.Microsecond
 	}
-	return 1
+	return time.Nanosecond
 }
 
-// intTime scales an integer timestamp of the given unit to nanoseconds.
-func intTime(v, unit int64) (int64, bool) {
-	if v > math.MaxInt64/unit || v < math.MinInt64/unit {
-		return 0, false
-	}
-	return v * unit, true
+// intTime scales an integer timestamp of the given unit to the stored
+// unit (schema.TimestampUnit, microseconds; finer input is truncated).
+func intTime(v int64, unit time.Duration) (int64, bool) { return schema.ScaleTimestamp(v, unit) }
+
+// floatTime scales a float timestamp of the given unit to the stored unit.
+func floatTime(v float64, unit time.Duration) (int64, bool) {
+	return schema.ScaleFloatTimestamp(v, unit)
 }
 
-// floatTime scales a float timestamp of the given unit to nanoseconds.
-func floatTime(v float64, unit int64) (int64, bool) {
-	ns := v * float64(unit)
-	if math.IsNaN(ns) || ns >= math.MaxInt64 || ns < math.MinInt64 {
-		return 0, false
-	}
-	return int64(ns), true
-}
-
-// timeColumn turns a decoded time column into nanoseconds, in place for
+// timeColumn turns a decoded time column into stored timestamps, in place for
 // integers: the values are not copied again.
 func timeColumn(col Column) ([]int64, error) {
 	if col.Null != nil {
@@ -496,11 +489,11 @@ func timeColumn(col Column) ([]int64, error) {
 		}
 		unit := unitOf(top)
 		for i, v := range col.Ints {
-			ns, ok := intTime(v, unit)
+			ts, ok := intTime(v, unit)
 			if !ok {
 				return nil, inputErr("column %q row %d: %d is out of range", TimeColumn, i, v)
 			}
-			col.Ints[i] = ns
+			col.Ints[i] = ts
 		}
 		return col.Ints, nil
 	case KindFloat:
@@ -514,11 +507,11 @@ func timeColumn(col Column) ([]int64, error) {
 		}
 		out := make([]int64, len(col.Floats))
 		for i, v := range col.Floats {
-			ns, ok := floatTime(v, unit)
+			ts, ok := floatTime(v, unit)
 			if !ok {
 				return nil, inputErr("column %q row %d: %v is out of range", TimeColumn, i, v)
 			}
-			out[i] = ns
+			out[i] = ts
 		}
 		return out, nil
 	}

@@ -50,7 +50,8 @@ func within(where string, err error) error {
 // Measurement is one payload object, or the rows of one measurement.
 type Measurement struct {
 	Name string
-	// Time in nanoseconds since the epoch, unit-detected.
+	// Time as stored (schema.TimestampUnit since the epoch), from a
+	// unit-detected input.
 	Time    []int64
 	Columns []Column // without time, in payload order
 }
@@ -79,7 +80,7 @@ func DecodeReader(r io.Reader, b *Budget) ([]Measurement, error) {
 }
 
 func decode(src *source, b *Budget) ([]Measurement, error) {
-	d := &decoder{dec: src, budget: b, rows: NewRows(b), now: time.Now().UnixNano()}
+	d := &decoder{dec: src, budget: b, rows: NewRows(b), now: schema.TimestampOf(time.Now())}
 	c, err := d.dec.PeekCode()
 	if err != nil {
 		return nil, inputErr("empty or truncated body")
@@ -272,22 +273,22 @@ func (d *decoder) addRow(name string, hasFields bool) error {
 	if !hasFields || len(d.row.fields) == 0 {
 		return inputErr("measurement %q: a row needs at least one field in %q", name, keyFields)
 	}
-	ns := d.now
+	ts := d.now
 	switch t := d.row.time.(type) {
 	case int64:
 		var ok bool
-		if ns, ok = intTime(t, unitOf(math.Abs(float64(t)))); !ok {
+		if ts, ok = intTime(t, unitOf(math.Abs(float64(t)))); !ok {
 			return inputErr("measurement %q: %q %d is out of range", name, keyTime, t)
 		}
 	case float64:
 		var ok bool
-		if ns, ok = floatTime(t, unitOf(math.Abs(t))); !ok {
+		if ts, ok = floatTime(t, unitOf(math.Abs(t))); !ok {
 			return inputErr("measurement %q: %q %v is out of range", name, keyTime, t)
 		}
 	case string, bool:
 		return inputErr("measurement %q: %q must be an integer or float timestamp", name, keyTime)
 	}
-	if err := d.rows.Begin(name, ns); err != nil {
+	if err := d.rows.Begin(name, ts); err != nil {
 		return err
 	}
 	if d.row.hasHost {

@@ -55,22 +55,24 @@ func TestDecodeForms(t *testing.T) {
 }
 
 func TestDecodeTimeUnits(t *testing.T) {
-	const ns = nowMs * 1_000_000
+	const us = nowMs * 1000
 	tests := []struct {
-		name string
-		time any
+		name  string
+		time  any
+		delta float64
 	}{
-		{"seconds", []int64{nowMs / 1000}},
-		{"milliseconds", []int64{nowMs}},
-		{"microseconds", []int64{nowMs * 1000}},
-		{"nanoseconds", []int64{ns}},
-		{"float seconds", []float64{float64(nowMs) / 1000}},
+		{"seconds", []int64{nowMs / 1000}, 0},
+		{"milliseconds", []int64{nowMs}, 0},
+		{"microseconds", []int64{us}, 0},
+		{"nanoseconds", []int64{us * 1000}, 0},
+		{"nanoseconds truncated to the microsecond", []int64{us*1000 + 999}, 0},
+		{"float seconds", []float64{float64(nowMs) / 1000}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ms, err := Decode(pack(t, obj("cpu", map[string]any{"time": tt.time})))
 			require.NoError(t, err)
-			assert.InDelta(t, ns, ms[0].Time[0], 1000, "stored in ns")
+			assert.InDelta(t, us, ms[0].Time[0], tt.delta, "stored in µs")
 		})
 	}
 }
@@ -110,7 +112,7 @@ func TestDecodeColumnKinds(t *testing.T) {
 	assert.True(t, s.IsNull(0))
 	assert.Equal(t, "ü", s.Value(2))
 	assert.Equal(t, 3, rec.Column(4).NullN())
-	assert.Equal(t, arrow.Timestamp(nowMs*1_000_000), rec.Column(0).(*array.Timestamp).Value(0))
+	assert.Equal(t, arrow.Timestamp(nowMs*1000), rec.Column(0).(*array.Timestamp).Value(0))
 }
 
 func fieldNames(s *arrow.Schema) []string {

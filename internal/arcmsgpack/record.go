@@ -8,11 +8,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
-// TimeType is the Arrow type of the time column: what Parquet readers see
-// as a UTC timestamp.
-var TimeType = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+// TimeType is the Arrow type of the time column: the contract's timestamp,
+// which Parquet readers see as a UTC timestamp in microseconds.
+var TimeType = schema.TimestampType
 
 func arrowType(k Kind) arrow.DataType {
 	switch k {

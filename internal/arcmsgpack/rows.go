@@ -49,9 +49,10 @@ func NewRows(b *Budget) *Rows {
 	return &Rows{budget: b, byName: map[string]*rowTable{}}
 }
 
-// Begin starts a row of measurement name at ns nanoseconds since the epoch;
-// Tag and Field add to it and End closes it.
-func (r *Rows) Begin(name string, ns int64) error {
+// Begin starts a row of measurement name at ts, a stored timestamp
+// (schema.TimestampUnit since the epoch); Tag and Field add to it and End
+// closes it.
+func (r *Rows) Begin(name string, ts int64) error {
 	t := r.byName[name]
 	r.curNew = t == nil
 	if t == nil {
@@ -63,7 +64,7 @@ func (r *Rows) Begin(name string, ns int64) error {
 		r.tables = append(r.tables, t)
 	}
 	var err error
-	if t.m.Time, err = push(r.budget, t.m.Time, ns, 0); err != nil {
+	if t.m.Time, err = push(r.budget, t.m.Time, ts, 0); err != nil {
 		return err
 	}
 	r.cur, r.curCols, r.newTags = t, len(t.m.Columns), r.newTags[:0]

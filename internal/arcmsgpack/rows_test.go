@@ -66,7 +66,7 @@ func TestDecodeRowFormatColumns(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ms, 1)
 	m := ms[0]
-	assert.Equal(t, []int64{(nowMs / 1000) * 1e9, nowMs * 1e6, nowMs * 1e6}, m.Time)
+	assert.Equal(t, []int64{(nowMs / 1000) * 1e6, nowMs * 1e3, nowMs * 1e3}, m.Time)
 	rec := m.Record(memory.NewGoAllocator())
 	defer rec.Release()
 	assert.Equal(t, []string{"time", "host", "host_value", "n", "note", "ok", "rack", "usage"}, fieldNames(rec.Schema()))

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
 	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
 )
 
@@ -70,7 +72,8 @@ type Result struct {
 }
 
 // Decode reads a whole line-protocol body. A line without a timestamp is
-// stamped now (nanoseconds since the epoch). A bad line is dropped and
+// stamped now (a stored timestamp, schema.TimestampOf); timestamps are
+// stored in microseconds, finer ones truncated. A bad line is dropped and
 // the others kept, as InfluxDB does: one it cannot parse, one whose
 // measurement name cannot be stored (storage.MeasurementFolder), whose
 // columns or values no file may hold, or whose field has another type
@@ -299,13 +302,17 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 	if err != nil {
 		return d.syntax(err)
 	}
-	ns := d.now
+	at := d.now
 	if ts != nil {
 		v, err := strconv.ParseInt(string(ts), 10, 64)
-		if err != nil || v > math.MaxInt64/int64(d.prec) || v < math.MinInt64/int64(d.prec) {
+		ok := err == nil
+		if ok {
+			// Stored in microseconds: nanoseconds are truncated.
+			at, ok = schema.ScaleTimestamp(v, time.Duration(d.prec))
+		}
+		if !ok {
 			return d.fail("invalid timestamp %q: out of range for precision %s", ts, precisionName(d.prec))
 		}
-		ns = v * int64(d.prec)
 	}
 	if _, err := storage.MeasurementFolder(name); err != nil {
 		return d.fail("%v", err)
@@ -313,7 +320,7 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 	if err := d.checkFields(name); err != nil {
 		return err
 	}
-	if err := d.rows.Begin(name, ns); err != nil {
+	if err := d.rows.Begin(name, at); err != nil {
 		return err
 	}
 	if err := d.row(); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	now = int64(1_763_800_000_123_456_789)
+	now = int64(1_763_800_000_123_456) // a stored timestamp, in µs
 	sec = int64(1_763_800_000)
 )
 
@@ -43,8 +43,8 @@ func TestPrecisions(t *testing.T) {
 			p, err := ParsePrecision(tt.param, tt.hours)
 			require.NoError(t, err)
 			ms := decode(t, "cpu v=1 "+itoa(tt.value), p)
-			assert.Equal(t, tt.value*int64(p), ms[0].Time[0])
-			assert.InDelta(t, sec*1e9, ms[0].Time[0], 3600e9)
+			assert.Equal(t, tt.value*int64(p)/1000, ms[0].Time[0], "stored in µs")
+			assert.InDelta(t, sec*1e6, ms[0].Time[0], 3600e6)
 		})
 	}
 	for _, bad := range []string{"m", "h", "x", "sec"} {
@@ -77,7 +77,8 @@ cpu\,x i=4i
 	require.Len(t, ms, 1)
 	m := ms[0]
 	assert.Equal(t, "cpu,x", m.Name)
-	assert.Equal(t, []int64{1763800000000000000, 1763800000000000001, now}, m.Time, "a line without a timestamp is stamped now")
+	assert.Equal(t, []int64{1763800000000000, 1763800000000000, now}, m.Time,
+		"stored in µs, nanoseconds truncated; a line without a timestamp is stamped now")
 	rec := m.Record(memory.NewGoAllocator())
 	defer rec.Release()
 	col := func(name string) arrow.Array {
@@ -264,8 +265,8 @@ func BenchmarkDecode(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		var body []byte
 		for i := range n {
-			body = fmt.Appendf(body, "cpu,cpu=cpu%d,host=web-%d usage_idle=%d.5,usage_user=1.25,usage_system=0.5 %d\n", i%8, i%20, i, now+int64(i))
-			body = fmt.Appendf(body, "mem,host=web-%d available=%di,used_percent=12.5,active=%du %d\n", i%20, i, i, now+int64(i))
+			body = fmt.Appendf(body, "cpu,cpu=cpu%d,host=web-%d usage_idle=%d.5,usage_user=1.25,usage_system=0.5 %d\n", i%8, i%20, i, now*1000+int64(i))
+			body = fmt.Appendf(body, "mem,host=web-%d available=%di,used_percent=12.5,active=%du %d\n", i%20, i, i, now*1000+int64(i))
 		}
 		b.Run(fmt.Sprint(2*n), func(b *testing.B) {
 			b.ReportAllocs()

@@ -55,13 +55,13 @@ func TestSpanColumns(t *testing.T) {
 			},
 		},
 		{
-			name: "time is the start, duration end minus start",
+			name: "time is the start in microseconds, truncated; duration end minus start, exact",
 			build: func(_ pcommon.Resource, s ptrace.Span) {
-				s.SetStartTimestamp(1_000)
-				s.SetEndTimestamp(3_500)
+				s.SetStartTimestamp(1_000_999)
+				s.SetEndTimestamp(3_501_500)
 			},
 			check: func(t *testing.T, r schema.Span) {
-				assert.Equal(t, []int64{1_000, 3_500, 2_500}, []int64{r.Time, r.EndTime, r.DurationNs})
+				assert.Equal(t, []int64{1_000, 3_501, 2_500_501}, []int64{r.Time, r.EndTime, r.DurationNs})
 			},
 		},
 		{
@@ -198,7 +198,7 @@ func TestSpanColumns(t *testing.T) {
 			build: func(_ pcommon.Resource, s ptrace.Span) {
 				ev := s.Events().AppendEmpty()
 				ev.SetName("retry")
-				ev.SetTimestamp(7)
+				ev.SetTimestamp(7_999)
 				ev.Attributes().PutInt("attempt", 2)
 				ev.SetDroppedAttributesCount(3)
 				l := s.Links().AppendEmpty()
@@ -291,7 +291,7 @@ func TestLogColumns(t *testing.T) {
 	}{
 		{
 			name:  "time is the timestamp",
-			build: func(lr plog.LogRecord) { lr.SetTimestamp(10); lr.SetObservedTimestamp(20) },
+			build: func(lr plog.LogRecord) { lr.SetTimestamp(10_500); lr.SetObservedTimestamp(20_999) },
 			table: schema.TableLogs,
 			check: func(t *testing.T, r schema.LogRecord) {
 				assert.Equal(t, []int64{10, 20}, []int64{r.Time, r.ObservedTime})
@@ -299,7 +299,7 @@ func TestLogColumns(t *testing.T) {
 		},
 		{
 			name:  "time falls back to the observed time",
-			build: func(lr plog.LogRecord) { lr.SetObservedTimestamp(20) },
+			build: func(lr plog.LogRecord) { lr.SetObservedTimestamp(20_001) },
 			table: schema.TableLogs,
 			check: func(t *testing.T, r schema.LogRecord) {
 				assert.Equal(t, []int64{20, 20}, []int64{r.Time, r.ObservedTime})
@@ -447,8 +447,8 @@ func TestMetricColumns(t *testing.T) {
 			build: func(m pmetric.Metric) {
 				dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
 				dp.SetDoubleValue(2.5)
-				dp.SetTimestamp(20)
-				dp.SetStartTimestamp(10)
+				dp.SetTimestamp(20_001)
+				dp.SetStartTimestamp(10_999)
 			},
 			check: func(t *testing.T, r schema.MetricPoint) {
 				assert.Equal(t, []string{"gauge", ""}, []string{r.MetricType, r.Temporality})

@@ -170,11 +170,19 @@ func (c *converter) appendRecordAttrs(m pcommon.Map, cols attrCols, httpMethod *
 	c.rec.appendPromotedInt(statusCode, schema.HTTPStatusCodeKeys)
 }
 
-func appendTime(c *numCol[int64], t pcommon.Timestamp) { c.append(int64(t)) }
+// appendTime and appendNestedTime store an OTLP time (nanoseconds) in the
+// contract's unit, the one conversion of the forward direction.
+func appendTime(c *numCol[int64], t pcommon.Timestamp) {
+	c.append(schema.TimestampFromUnixNano(uint64(t)))
+}
 
 func appendNestedTime(b *array.TimestampBuilder, t pcommon.Timestamp) {
-	b.Append(arrow.Timestamp(int64(t)))
+	b.Append(arrow.Timestamp(schema.TimestampFromUnixNano(uint64(t))))
 }
+
+// otlpTime is a stored timestamp as an OTLP time, the one conversion of
+// the reverse direction.
+func otlpTime(ts int64) pcommon.Timestamp { return pcommon.Timestamp(schema.TimestampToUnixNano(ts)) }
 
 func appendOptF64(c *numCol[float64], v float64, ok bool) {
 	if ok {

@@ -131,8 +131,8 @@ func fillSpan(r *schema.Span, s ptrace.Span) error {
 	s.SetKind(ptrace.SpanKind(kind))
 	s.Status().SetCode(ptrace.StatusCode(code))
 	s.Status().SetMessage(r.SpanStatusMessage)
-	s.SetStartTimestamp(pcommon.Timestamp(r.Time))
-	s.SetEndTimestamp(pcommon.Timestamp(r.EndTime))
+	s.SetStartTimestamp(otlpTime(r.Time))
+	s.SetEndTimestamp(otlpTime(r.EndTime))
 	s.SetDroppedAttributesCount(uint32(r.DroppedAttributesCount))
 	s.SetDroppedEventsCount(uint32(r.DroppedEventsCount))
 	s.SetDroppedLinksCount(uint32(r.DroppedLinksCount))
@@ -150,7 +150,7 @@ func fillEvents(rows []schema.SpanEvent, evs ptrace.SpanEventSlice) error {
 	evs.EnsureCapacity(len(rows))
 	for _, e := range rows {
 		ev := evs.AppendEmpty()
-		ev.SetTimestamp(pcommon.Timestamp(e.Time))
+		ev.SetTimestamp(otlpTime(e.Time))
 		ev.SetName(e.Name)
 		ev.SetDroppedAttributesCount(uint32(e.DroppedAttributesCount))
 		if err := schema.ParseMap(e.Attributes, e.AttributeTypes, ev.Attributes()); err != nil {
@@ -220,8 +220,8 @@ func LogRecordsToLogs(rows []schema.LogRecord) (plog.Logs, error) {
 }
 
 func fillLog(r *schema.LogRecord, lr plog.LogRecord) error {
-	lr.SetTimestamp(pcommon.Timestamp(r.Time))
-	lr.SetObservedTimestamp(pcommon.Timestamp(r.ObservedTime))
+	lr.SetTimestamp(otlpTime(r.Time))
+	lr.SetObservedTimestamp(otlpTime(r.ObservedTime))
 	lr.SetFlags(plog.LogRecordFlags(r.Flags))
 	lr.SetSeverityNumber(plog.SeverityNumber(r.SeverityNumber))
 	lr.SetSeverityText(r.SeverityText)

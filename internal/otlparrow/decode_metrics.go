@@ -96,8 +96,8 @@ type point interface {
 }
 
 func fillCommon(r *schema.MetricPoint, p point) error {
-	p.SetTimestamp(pcommon.Timestamp(r.Time))
-	p.SetStartTimestamp(pcommon.Timestamp(r.StartTime))
+	p.SetTimestamp(otlpTime(r.Time))
+	p.SetStartTimestamp(otlpTime(r.StartTime))
 	return schema.ParseMap(r.Attributes, r.AttributeTypes, p.Attributes())
 }
 
@@ -192,7 +192,7 @@ func fillExemplars(rows []schema.Exemplar, exs pmetric.ExemplarSlice) error {
 	exs.EnsureCapacity(len(rows))
 	for _, e := range rows {
 		ex := exs.AppendEmpty()
-		ex.SetTimestamp(pcommon.Timestamp(e.Time))
+		ex.SetTimestamp(otlpTime(e.Time))
 		switch {
 		case e.ValueInt != nil: // value holds it too, converted
 			ex.SetIntValue(*e.ValueInt)

@@ -64,10 +64,27 @@ func TestRoundTripTraces(t *testing.T) {
 	require.NoError(t, c.Convert(otlparrowtest.Traces(otlparrowtest.Sent, 6), f.emit))
 	c.Release()
 	assert.Equal(t, []int64{5, 5, 5, 5, 4}, f.sizes[schema.TableTraces], "cut every batch size rows")
-	got, err := otlparrow.SpansToTraces(read[schema.Span](f, schema.TableTraces))
+	rows := read[schema.Span](f, schema.TableTraces)
+	got, err := otlparrow.SpansToTraces(rows)
 	require.NoError(t, err)
 	f.mem.AssertSize(t, 0) // writers keep records until their row group is written
+	// Times read back at the microsecond (ReadBack truncates them) ...
 	otlparrowtest.AssertTracesEqual(t, otlparrowtest.Traces(otlparrowtest.ReadBack, 6), got)
+	// ... durations exactly, in nanoseconds, negative ones included.
+	var want []int64
+	sent := otlparrowtest.Traces(otlparrowtest.Sent, 6)
+	for _, rs := range sent.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				want = append(want, int64(sp.EndTimestamp())-int64(sp.StartTimestamp()))
+			}
+		}
+	}
+	require.Len(t, rows, len(want))
+	for i, r := range rows {
+		assert.Equal(t, want[i], r.DurationNs, "span %d", i)
+		assert.NotEqual(t, want[i], (r.EndTime-r.Time)*1000, "span %d: the generator's times are not whole microseconds", i)
+	}
 }
 
 func TestRoundTripLogsAndEvents(t *testing.T) {

@@ -131,7 +131,7 @@ func measurementSchema(name string) *arrow.Schema {
 			"service_name:s", "span_id:s", "span_kind:s", "status_code:i", "trace_id:s"},
 		"arc_logs": {"environment:s", "level:s", "message:s", "region:s", "request_id:s", "response_time_ms:i", "service:s", "status_code:i"},
 	}[name]
-	fields := []arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}}
+	fields := []arrow.Field{{Name: "time", Type: schema.TimestampType}}
 	for _, c := range cols {
 		var t arrow.DataType
 		switch c[len(c)-1] {
@@ -195,7 +195,7 @@ func arcTraces(r *rand.Rand, b *array.RecordBuilder, n int) {
 // messages from templates with varying numbers and names.
 func arcLogs(r *rand.Rand, b *array.RecordBuilder, n int) {
 	for range n {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.Add(time.Duration(r.IntN(int(time.Minute)))).UnixNano()))
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.Add(time.Duration(r.IntN(int(time.Minute)))).UnixMicro()))
 		b.Field(1).(*array.StringBuilder).Append(pick(r, envs))
 		b.Field(2).(*array.StringBuilder).Append(pick(r, levels))
 		msg := pick(r, messages)

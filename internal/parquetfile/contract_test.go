@@ -21,6 +21,8 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/storage"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // The writer changed, the files did not: for every table, a file of the
@@ -274,7 +276,7 @@ func TestDirectMapLevelsWriteTheSameFiles(t *testing.T) {
 func TestIntegerDictionaries(t *testing.T) {
 	const rows = 9000
 	s := arrow.NewSchema([]arrow.Field{
-		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+		{Name: "time", Type: schema.TimestampType},
 		{Name: "duration_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "status_code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	}, nil)
@@ -290,7 +292,7 @@ func TestIntegerDictionaries(t *testing.T) {
 	var wants []want
 	for i := range rows {
 		w := want{duration: r.Int64N(500_000_000)}
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixNano() + int64(i)))
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixMicro() + int64(i)))
 		b.Field(1).(*array.Int64Builder).Append(w.duration)
 		if i%7 == 3 {
 			b.Field(2).(*array.Int64Builder).AppendNull()
@@ -346,7 +348,7 @@ func TestIntegerDictionaries(t *testing.T) {
 func TestDictionaryColumnsOfNullsOnly(t *testing.T) {
 	const rows = 3000
 	s := arrow.NewSchema([]arrow.Field{
-		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+		{Name: "time", Type: schema.TimestampType},
 		{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "status_code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	}, nil)
@@ -355,7 +357,7 @@ func TestDictionaryColumnsOfNullsOnly(t *testing.T) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
 	defer b.Release()
 	for i := range rows {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixNano() + int64(i)))
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixMicro() + int64(i)))
 		if i < 1000 { // the first row group: nulls only
 			b.Field(1).(*array.StringBuilder).AppendNull()
 			b.Field(2).(*array.Int64Builder).AppendNull()

@@ -21,6 +21,8 @@ import (
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Compression names accepted by Options.Compression.
@@ -411,11 +413,11 @@ func fit(node parquet.Node, dt arrow.DataType) (arrow.DataType, error) {
 			return dt, nil
 		case kind == parquet.Int64 && dt.ID() == arrow.TIMESTAMP:
 			ts := dt.(*arrow.TimestampType)
-			if ts.Unit != arrow.Nanosecond {
-				return nil, fmt.Errorf("want nanoseconds, got %s", dt)
+			if ts.Unit != schema.TimestampUnit {
+				return nil, fmt.Errorf("want %s, got %s", schema.TimestampType, dt)
 			}
 			if ts.TimeZone != "UTC" {
-				return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, nil
+				return schema.TimestampType, nil
 			}
 			return dt, nil
 		}

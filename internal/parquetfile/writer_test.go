@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,7 +30,7 @@ type item struct {
 }
 
 type row struct {
-	Time  int64             `parquet:"time,timestamp(nanosecond)"`
+	Time  int64             `parquet:"time,timestamp(microsecond)"`
 	ID    string            `parquet:"id,dict"`
 	Code  *int64            `parquet:"code,optional"`
 	OK    bool              `parquet:"ok"`
@@ -38,7 +40,7 @@ type row struct {
 }
 
 var testArrow = arrow.NewSchema([]arrow.Field{
-	{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+	{Name: "time", Type: schema.TimestampType},
 	{Name: "id", Type: arrow.BinaryTypes.String},
 	{Name: "code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "ok", Type: arrow.FixedWidthTypes.Boolean},

@@ -41,9 +41,6 @@ func arrowFieldOf(f reflect.StructField) arrow.Field {
 	return arrow.Field{Name: name, Type: typ, Nullable: nullable}
 }
 
-// TimestampType is the Arrow type of every timestamp column.
-var TimestampType = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
-
 func arrowTypeOf(t reflect.Type, timestamp bool) (arrow.DataType, bool) {
 	switch t.Kind() {
 	case reflect.Pointer:

@@ -6,7 +6,7 @@ package schema
 // cannot drift apart.
 //
 // Conventions (docs/SCHEMA.md explains each):
-//   - Timestamps are INT64 TIMESTAMP(NANOS, UTC).
+//   - Timestamps are INT64 TIMESTAMP(MICROS, UTC) (time.go).
 //   - Trace and span ids are lowercase hex strings; "" when absent.
 //   - Unsigned OTLP integers (flags, dropped counts, histogram counts) are
 //     stored as signed INT64, which holds every uint32 and every uint64 below
@@ -37,8 +37,8 @@ type Resource struct {
 
 // Span is one row of the traces table.
 type Span struct {
-	Time              int64   `parquet:"time,timestamp(nanosecond),delta"`
-	EndTime           int64   `parquet:"end_time,timestamp(nanosecond),delta"`
+	Time              int64   `parquet:"time,timestamp(microsecond),delta"`
+	EndTime           int64   `parquet:"end_time,timestamp(microsecond),delta"`
 	DurationNs        int64   `parquet:"duration_ns"`
 	TraceID           string  `parquet:"trace_id"`
 	SpanID            string  `parquet:"span_id"`
@@ -64,7 +64,7 @@ type Span struct {
 
 // SpanEvent is one element of a span's events list.
 type SpanEvent struct {
-	Time                   int64             `parquet:"time,timestamp(nanosecond)"`
+	Time                   int64             `parquet:"time,timestamp(microsecond)"`
 	Name                   string            `parquet:"name,dict"`
 	Attributes             map[string]string `parquet:"attributes"`
 	AttributeTypes         map[string]string `parquet:"attribute_types"`
@@ -85,8 +85,8 @@ type SpanLink struct {
 // LogRecord is one row of the logs table and of the events table. Events are
 // log records that carry an event name; event_type holds it ("" in logs).
 type LogRecord struct {
-	Time           int64   `parquet:"time,timestamp(nanosecond),delta"`
-	ObservedTime   int64   `parquet:"observed_time,timestamp(nanosecond),delta"`
+	Time           int64   `parquet:"time,timestamp(microsecond),delta"`
+	ObservedTime   int64   `parquet:"observed_time,timestamp(microsecond),delta"`
 	TraceID        string  `parquet:"trace_id"`
 	SpanID         string  `parquet:"span_id"`
 	Flags          int64   `parquet:"flags"`
@@ -109,8 +109,8 @@ type LogRecord struct {
 // five OTLP metric types. Columns that a type does not use are null (or an
 // empty list).
 type MetricPoint struct {
-	Time                 int64             `parquet:"time,timestamp(nanosecond),delta"`
-	StartTime            int64             `parquet:"start_time,timestamp(nanosecond),delta"`
+	Time                 int64             `parquet:"time,timestamp(microsecond),delta"`
+	StartTime            int64             `parquet:"start_time,timestamp(microsecond),delta"`
 	MetricName           string            `parquet:"metric_name,dict"`
 	MetricDescription    string            `parquet:"metric_description,dict"`
 	MetricUnit           string            `parquet:"metric_unit,dict"`
@@ -145,7 +145,7 @@ type MetricPoint struct {
 
 // Exemplar is one element of a data point's exemplars list.
 type Exemplar struct {
-	Time                   int64             `parquet:"time,timestamp(nanosecond)"`
+	Time                   int64             `parquet:"time,timestamp(microsecond)"`
 	Value                  *float64          `parquet:"value,optional"`
 	ValueInt               *int64            `parquet:"value_int,optional"`
 	TraceID                string            `parquet:"trace_id"`

@@ -37,10 +37,11 @@ func newColumn(dt arrow.DataType, nullable, lowCard bool) (column, error) {
 		}
 		return maybeNullable(&strings_{}, nullable), nil
 	case *arrow.TimestampType:
-		if t.Unit != arrow.Nanosecond {
-			return nil, fmt.Errorf("timestamp unit %s: want nanoseconds", t.Unit)
-		}
-		return maybeNullable(&fixed[int64]{typ: "DateTime64(9, 'UTC')"}, nullable), nil
+		// DateTime64(9) whatever the unit (the contract's is µs): tables
+		// created by earlier builds, which stored ns, are DateTime64(9),
+		// and block types must match the table's exactly; one type keeps
+		// every sink table alike. See docs/CLICKHOUSE.md.
+		return maybeNullable(&fixed[int64]{typ: timestampType, scale: int64(t.Unit.Multiplier())}, nullable), nil
 	case *arrow.Int64Type:
 		return maybeNullable(&fixed[int64]{typ: "Int64"}, nullable), nil
 	case *arrow.Int32Type:
@@ -103,10 +104,15 @@ func maybeNullable(c column, nullable bool) column {
 	return &nullableOf{inner: c}
 }
 
+// timestampType is the ClickHouse type of every timestamp column.
+const timestampType = "DateTime64(9, 'UTC')"
+
 // fixed is a column of fixed-width numbers: integers, floats, and
-// DateTime64(9), which is an Int64 of nanoseconds on the wire.
+// DateTime64(9), which is an Int64 of nanoseconds on the wire (scale is
+// the nanoseconds of one unit of the Arrow timestamps appended).
 type fixed[T int64 | int32 | float64] struct {
 	typ    proto.ColumnType
+	scale  int64
 	values []T
 }
 
@@ -125,13 +131,15 @@ func (c *fixed[T]) appendArrow(a arrow.Array) {
 	case *array.Float64:
 		c.values = appendAs[T](c.values, a.Float64Values())
 	case *array.Timestamp:
-		c.values = appendAs[T](c.values, a.TimestampValues())
+		for _, v := range a.TimestampValues() {
+			c.values = append(c.values, T(int64(v)*c.scale))
+		}
 	default:
 		panic(fmt.Sprintf("clickhouse: %s column got %s", c.typ, a.DataType()))
 	}
 }
 
-func appendAs[T, S int64 | int32 | float64 | arrow.Timestamp](dst []T, src []S) []T {
+func appendAs[T, S int64 | int32 | float64](dst []T, src []S) []T {
 	for _, v := range src {
 		dst = append(dst, T(v))
 	}

@@ -11,21 +11,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/clickhouse/chtest"
 )
-
-var utcNanos = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
 
 // measurement builds an Arc measurement batch of n rows with the given
 // extra columns (name -> Arrow type), every value non-null but the last
 // row's, and its table.
 func measurement(t *testing.T, name string, n int, extra ...arrow.Field) (*storage.Table, arrow.RecordBatch) {
 	t.Helper()
-	fields := append([]arrow.Field{{Name: "time", Type: utcNanos}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true}}, extra...)
+	fields := append([]arrow.Field{{Name: "time", Type: schema.TimestampType}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true}}, extra...)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
 	defer b.Release()
-	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC).UnixNano()
+	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC).UnixMicro()
 	for i := range n {
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(at + int64(i)))
 		for j := 1; j < len(fields); j++ {

@@ -29,7 +29,7 @@ func LogBatch(t testing.TB, prefix string, times ...time.Time) (arrow.RecordBatc
 			"service_name":"svc","resource_attributes":[{"key":"service.name","value":"svc"}],"resource_attribute_types":[],
 			"resource_dropped_attributes_count":0,"resource_schema_url":"","scope_name":"","scope_version":"",
 			"scope_attributes":[],"scope_attribute_types":[],"scope_dropped_attributes_count":0,"scope_schema_url":"",
-			"attributes":[],"attribute_types":[],"dropped_attributes_count":0}`, ts.UnixNano(), ts.UnixNano(), prefix, i))
+			"attributes":[],"attribute_types":[],"dropped_attributes_count":0}`, ts.UnixMicro(), ts.UnixMicro(), prefix, i))
 	}
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Logs.Arrow, strings.NewReader("["+strings.Join(rows, ",")+"]"))
 	require.NoError(t, err)

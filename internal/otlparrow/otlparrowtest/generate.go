@@ -43,6 +43,15 @@ func ts(offset time.Duration) pcommon.Timestamp {
 	return pcommon.NewTimestampFromTime(Base.Add(offset))
 }
 
+// tsm is ts as the mode has it: the contract stores microseconds, so a
+// time read back is truncated to the microsecond.
+func tsm(m Mode, offset time.Duration) pcommon.Timestamp {
+	if m == ReadBack {
+		return pcommon.NewTimestampFromTime(Base.Add(offset).Truncate(time.Microsecond))
+	}
+	return ts(offset)
+}
+
 // badUTF8 is a string with invalid UTF-8, or what the contract stores for it.
 func badUTF8(m Mode, prefix string) string {
 	if m == ReadBack {
@@ -159,10 +168,10 @@ func fillSpan(s ptrace.Span, mode Mode, i int) {
 	if i == 1 {
 		s.Status().SetMessage(badUTF8(mode, "status"))
 	}
-	s.SetStartTimestamp(ts(time.Duration(i) * time.Millisecond))
-	s.SetEndTimestamp(ts(time.Duration(i)*time.Millisecond + 1234567))
+	s.SetStartTimestamp(tsm(mode, time.Duration(i)*time.Millisecond+time.Duration(i)*333))
+	s.SetEndTimestamp(tsm(mode, time.Duration(i)*time.Millisecond+1234567))
 	if i == 4 { // a clock skewed span: duration_ns is negative, not clamped
-		s.SetEndTimestamp(ts(time.Duration(i)*time.Millisecond - 1))
+		s.SetEndTimestamp(tsm(mode, time.Duration(i)*time.Millisecond-1))
 	}
 	a := s.Attributes()
 	a.PutStr("http.request.method", "POST")
@@ -180,7 +189,7 @@ func fillSpan(s ptrace.Span, mode Mode, i int) {
 		if e == 1 {
 			ev.SetName(badUTF8(mode, "event"))
 		}
-		ev.SetTimestamp(ts(time.Duration(i)*time.Millisecond + time.Duration(e)))
+		ev.SetTimestamp(tsm(mode, time.Duration(i)*time.Millisecond+time.Duration(e)*1001))
 		ev.Attributes().PutInt("attempt", int64(e))
 		ev.Attributes().PutEmptyBytes("raw").FromRaw([]byte{0x80})
 		ev.SetDroppedAttributesCount(1)
@@ -224,9 +233,9 @@ func Logs(mode Mode, recordsPerScope int) plog.Logs {
 }
 
 func fillLog(lr plog.LogRecord, mode Mode, i int) {
-	lr.SetObservedTimestamp(ts(time.Duration(i)*time.Millisecond + 5))
+	lr.SetObservedTimestamp(tsm(mode, time.Duration(i)*time.Millisecond+5))
 	if i%11 != 5 { // some records carry only the observed time
-		lr.SetTimestamp(ts(time.Duration(i) * time.Millisecond))
+		lr.SetTimestamp(tsm(mode, time.Duration(i)*time.Millisecond+999))
 	} else if mode == ReadBack {
 		lr.SetTimestamp(lr.ObservedTimestamp())
 	}
@@ -403,8 +412,8 @@ type point interface {
 }
 
 func fillPoint(p point, mode Mode, i int) {
-	p.SetStartTimestamp(ts(-time.Hour))
-	p.SetTimestamp(ts(time.Duration(i) * time.Second))
+	p.SetStartTimestamp(tsm(mode, -time.Hour+789))
+	p.SetTimestamp(tsm(mode, time.Duration(i)*time.Second+321))
 	p.Attributes().PutStr("route", fmt.Sprintf("/r/%d", i%3))
 	if i == 0 {
 		fillAttrs(p.Attributes(), mode, i)
@@ -416,12 +425,12 @@ func addExemplars(exs pmetric.ExemplarSlice, mode Mode, i int) {
 		return
 	}
 	e := exs.AppendEmpty()
-	e.SetTimestamp(ts(time.Duration(i) * time.Second))
+	e.SetTimestamp(tsm(mode, time.Duration(i)*time.Second+1500))
 	e.SetDoubleValue(0.25)
 	e.SetTraceID(traceID(i))
 	e.SetSpanID(spanID(i))
 	e.FilteredAttributes().PutStr("user", badUTF8(mode, "u"))
 	e2 := exs.AppendEmpty()
-	e2.SetTimestamp(ts(time.Duration(i) * time.Second))
+	e2.SetTimestamp(tsm(mode, time.Duration(i)*time.Second-1))
 	e2.SetIntValue(-7)
 }

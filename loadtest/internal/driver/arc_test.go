@@ -30,7 +30,7 @@ func TestArcPayloadsDecode(t *testing.T) {
 				require.Len(t, ms, 1)
 				assert.Equal(t, string(s), ms[0].Name)
 				assert.Equal(t, 1000, ms[0].Rows())
-				assert.InDelta(t, time.Now().UnixNano(), ms[0].Time[0], float64(2*time.Minute), "time units detected")
+				assert.InDelta(t, time.Now().UnixMicro(), ms[0].Time[0], float64(2*time.Minute/time.Microsecond), "time units detected, stored in µs")
 			})
 		}
 	}

@@ -46,7 +46,7 @@ func freshRoundTrip(t *testing.T, shape Shape, s Signal, rows int) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	for i := range want[0].Time {
-		require.Equal(t, want[0].Time[i]+int64(90*time.Second), got[0].Time[i], "row %d: moved by the time since the batch was made", i)
+		require.Equal(t, want[0].Time[i]+(90*time.Second).Microseconds(), got[0].Time[i], "row %d: moved by the time since the batch was made", i)
 	}
 	assert.Equal(t, want[0].Columns, got[0].Columns, "nothing else changes")
 	orig, err := arcmsgpack.Decode(fb.raw)
