@@ -84,7 +84,7 @@ func TestManyMeasurementsAreRefusedBeforeTheyAreBuilt(t *testing.T) {
 // stream) is charged to the request's budget first, whatever its shape.
 func TestBuildingABatchIsCharged(t *testing.T) {
 	h := &MsgpackHandler{Mem: memory.DefaultAllocator}
-	now := time.Now().UnixNano()
+	now := time.Now().UnixMicro()
 	for _, shape := range []struct{ columns, rows int }{{1, 1}, {10, 1}, {100, 1}, {1000, 1}, {10, 1000}, {1, 100_000}} {
 		t.Run(fmt.Sprintf("columns=%d rows=%d", shape.columns, shape.rows), func(t *testing.T) {
 			budget := arcmsgpack.NewBudget(1 << 30)

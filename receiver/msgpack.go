@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
 )
 
@@ -231,8 +232,9 @@ func (h *MsgpackHandler) store(ctx context.Context, database string, ms []arcmsg
 	return nil
 }
 
-// measurementTimeUnit is the unit of arcmsgpack.Measurement.Time.
-const measurementTimeUnit = arrow.Nanosecond
+// measurementTimeUnit is the unit of arcmsgpack.Measurement.Time: the
+// contract's.
+const measurementTimeUnit = schema.TimestampUnit
 
 // What building a measurement's batch allocates besides its columns and
 // IPC stream, on its table's first use (its Arrow and Parquet schemas,
