@@ -132,7 +132,7 @@ func TestNewTracesEveryRowNew(t *testing.T) {
 				parents++
 			}
 		}
-		assert.InDelta(t, time.Now().UnixMilli(), m.Time[0]/int64(time.Millisecond), float64(2*time.Minute/time.Millisecond), "milliseconds, as Arc's script sends")
+		assert.InDelta(t, time.Now().UnixMilli(), m.Time[0]/int64(time.Millisecond/time.Microsecond), float64(2*time.Minute/time.Millisecond), "milliseconds, as Arc's script sends")
 	}
 	assert.InDelta(t, 0.3, float64(parents)/float64(payloads*rows), 0.02, "30 % of spans have a parent")
 }
