@@ -13,6 +13,7 @@ DUCKDB_VERSION := 1.5.6
 PYARROW_VERSION := 22.0.0
 CHDB_VERSION := 26.9.0
 VERSITYGW_VERSION := v1.8.0
+TELEGRAF_VERSION := v1.37.2
 OCB         := $(TOOLS)/builder
 MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
@@ -20,6 +21,7 @@ DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
 CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
+TELEGRAF    := $(TOOLS)/telegraf
 PYCLIENTS   := $(TOOLS)/pyclients/.installed
 DATA_DIR    ?= ./data
 # What `arcstore -version` prints: the git tag and commit of the checkout.
@@ -63,7 +65,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW) $(PYCLIENTS)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -112,6 +114,13 @@ $(CHDB):
 $(VERSITYGW):
 	CGO_ENABLED=0 GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
+# Telegraf with only the plugins its end-to-end test uses, chosen by its
+# own build tags (custom plus one tag per plugin): inputs.file reads line
+# protocol, both InfluxDB outputs send it. About 4 minutes cold.
+$(TELEGRAF):
+	GOBIN=$(TOOLS) $(GO) install -tags "custom,inputs.file,outputs.influxdb,outputs.influxdb_v2,parsers.influx,serializers.influx" \
+		github.com/influxdata/telegraf/cmd/telegraf@$(TELEGRAF_VERSION)
+
 # The client libraries the end-to-end tests write with: Arc's Python SDK
 # and InfluxData's InfluxDB client, every package pinned in
 # tools/python-clients.txt.
@@ -138,11 +147,11 @@ run: build $(TELEMETRYGEN) $(DUCKDB)
 # the same.
 COLLECTOR_GOGC ?= 400
 
-# ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3: the ClickHouse and object-storage
-# tests fail, not skip, when their server cannot start (make tools installs
-# both; CI must run them).
+# ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3, ARC_REQUIRE_TELEGRAF: the
+# ClickHouse, object-storage and Telegraf tests fail, not skip, when their
+# server or client is missing (make tools installs them; CI must run them).
 test: tools build engine
-	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 20m ./...
+	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 # A Docker engine for TestDockerCompose: with DOCKER=install (or CI=true)
 # installed and started as root on Debian; otherwise only one already

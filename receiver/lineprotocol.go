@@ -21,6 +21,11 @@ const (
 	PathWriteInfluxV2     = "/api/v2/write"
 )
 
+// partialWrite starts the answer to a request whose good lines were
+// stored and bad ones dropped, in InfluxDB's words, which its clients
+// (Telegraf) look for.
+const partialWrite = "partial write: "
+
 // Dialect is which API a line-protocol endpoint speaks: where it takes the
 // database and precision from, how it checks tokens and how it words
 // errors.
@@ -69,7 +74,11 @@ func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	if !errors.As(err, &he) {
 		he = fail(http.StatusInternalServerError, "%v", err)
 	}
-	h.Arc.Log.Warn("line protocol write rejected", "path", r.URL.Path, "status", he.status, "error", he.msg, "remote", r.RemoteAddr)
+	what := "line protocol write rejected"
+	if strings.HasPrefix(he.msg, partialWrite) {
+		what = "line protocol write stored but for dropped lines"
+	}
+	h.Arc.Log.Warn(what, "path", r.URL.Path, "status", he.status, "error", he.msg, "remote", r.RemoteAddr)
 	switch he.status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
@@ -160,7 +169,7 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 		// The good lines are durable: say which were not, as InfluxDB
 		// does; its clients take a 400 "partial write" as final.
 		h.Arc.Metrics.droppedLines(r.URL.Path, res.Dropped)
-		return fail(http.StatusBadRequest, "partial write: %v dropped=%d", res.First, res.Dropped)
+		return fail(http.StatusBadRequest, partialWrite+"%v dropped=%d", res.First, res.Dropped)
 	}
 	return nil
 }
