@@ -1,12 +1,13 @@
 package receiver
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -21,27 +22,28 @@ var (
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 )
 
-// body is a request body being read: as sent within MaxBodyBytes,
-// decompressed (gzip or zstd, told apart by their magic numbers) within
-// MaxDecodedBytes. It is read as it is decoded, so that neither the body
-// nor its decompressed form is ever held whole.
-//
-// A small gzip body (at most maxWholeGzip bytes as sent, its
-// Content-Length known) is the exception: whole is set instead of Reader,
-// and the caller reads it whole (readWhole) and decompresses it in one
-// piece (inflateHeld, inflate.Gunzip), about twice as fast as a streaming
-// gzip reader on the Arc API's bodies. Where that path does not apply it
-// streams the body it holds (streamHeld), so every answer and limit is
-// the streaming one (TestSmallGzipBodiesDecodeWholeAsTheyStream).
+// body is a request body, received whole as sent (within MaxBodyBytes)
+// before the request takes its turn to decode (receive, then admit): a
+// client that sends its body slowly holds only what it has sent, and
+// delays no one else. Decompressed (gzip or zstd, told apart by their
+// magic numbers) within MaxDecodedBytes, it is decoded as it decompresses,
+// its decompressed form never held whole; but a small gzip body (at most
+// maxWholeGzip as sent) is decompressed in one piece (inflateHeld,
+// inflate.Gunzip), about twice as fast as a streaming gzip reader on the
+// Arc API's bodies. Where that path does not apply it streams, so every
+// answer and limit is the streaming one
+// (TestSmallGzipBodiesDecodeWholeAsTheyStream).
 type body struct {
-	io.Reader
-	raw, decoded *capped
-	kind         string // "gzip", "zstd" or "" (plain)
-	close        func()
-
-	whole      io.Reader // the compressed body, to read whole; nil when streamed
-	size       int64     // its Content-Length
+	data       []byte // the body as sent
+	buf        []byte // what holds it, a pooled buffer
+	kind       string // "gzip", "zstd" or "" (plain)
+	whole      bool   // decompressed in one piece when it can
+	streamed   bool   // was read through stream
 	maxDecoded int64
+
+	f      *inflight
+	held   int64              // what data takes: of the room for bodies, then of
+	budget *arcmsgpack.Budget // the request's budget, once admitted
 }
 
 // maxWholeGzip is the largest gzip body decompressed whole. Its
@@ -50,6 +52,129 @@ type body struct {
 // load test's payloads, a few percent of the default budget; larger
 // bodies stream.
 const maxWholeGzip = 1 << 20
+
+// firstRead is the room a body is first received into (its
+// Content-Length when smaller); it doubles as more arrives.
+const firstRead = 64 << 10
+
+// receive reads the request's body whole, growing its buffer as the body
+// arrives, each growth taken from the room for bodies (inflight.hold).
+func (h *MsgpackHandler) receive(w http.ResponseWriter, r *http.Request) (*body, error) {
+	maxBody, maxDecoded := h.MaxBodyBytes, h.MaxDecodedBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	if maxDecoded <= 0 {
+		maxDecoded = DefaultMaxDecodedBytes
+	}
+	if r.ContentLength > maxBody {
+		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, maxBody)
+	}
+	h.inflight.init(h.MaxDecodedMemory)
+	b := &body{maxDecoded: maxDecoded, f: &h.inflight}
+	known := r.ContentLength >= 0
+	size := int64(firstRead)
+	if known {
+		size = min(size, r.ContentLength)
+	}
+	if err := b.grow(r.Context(), size, true); err != nil {
+		return nil, err
+	}
+	// The time to send the body starts once there is room to receive it.
+	// Not every ResponseWriter can (a wrapped one): then the server's own
+	// timeouts are the only bound.
+	timeout := h.BodyReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultBodyReadTimeout
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	for {
+		if len(b.data) == cap(b.data) {
+			if known && int64(len(b.data)) == r.ContentLength {
+				break // net/http holds a body to its Content-Length
+			}
+			if int64(len(b.data)) > maxBody {
+				b.done()
+				return nil, fail(http.StatusRequestEntityTooLarge, "body is over the limit of %d bytes", maxBody)
+			}
+			next := min(2*int64(cap(b.data)), maxBody+1)
+			if known {
+				next = min(next, r.ContentLength)
+			}
+			if err := b.grow(r.Context(), next, false); err != nil {
+				return nil, err
+			}
+		}
+		n, err := r.Body.Read(b.data[len(b.data):cap(b.data)])
+		b.data = b.data[:len(b.data)+n]
+		if errors.Is(err, io.EOF) && (!known || int64(len(b.data)) == r.ContentLength) {
+			break
+		}
+		if err != nil {
+			b.done()
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fail(http.StatusBadRequest, "read body: %v", err)
+		}
+	}
+	switch {
+	case bytes.HasPrefix(b.data, gzipMagic):
+		b.kind, b.whole = "gzip", len(b.data) <= maxWholeGzip
+	case bytes.HasPrefix(b.data, zstdMagic):
+		b.kind = "zstd"
+	}
+	return b, nil
+}
+
+// grow makes room for size bytes of body, taken from the room for bodies
+// first: the first room is waited for (in arrival order, holding
+// nothing), more only taken if free. A request that waited for more while
+// holding part of the room could wait for ever on others doing the same;
+// it is refused instead, to retry.
+func (b *body) grow(ctx context.Context, size int64, first bool) error {
+	if size > b.f.budget {
+		b.done()
+		return fail(http.StatusRequestEntityTooLarge, "body takes more than the %d bytes of memory a request may take (-max-decoded-memory)", b.f.budget)
+	}
+	if first {
+		if err := b.f.room.Acquire(ctx, size); err != nil {
+			return fail(http.StatusServiceUnavailable, "not stored: gave up waiting for room to receive the body: %v", err)
+		}
+	} else if !b.f.room.TryAcquire(size) {
+		b.done()
+		return fail(http.StatusServiceUnavailable, "not stored, retry: the bodies being received or waiting to be decoded fill their room of %d bytes", b.f.budget)
+	}
+	// A pooled buffer may be larger: only what was taken is used.
+	buf := bodies.get(int(size))
+	data := append(buf, b.data...)[:len(b.data):size]
+	b.done()
+	b.buf, b.data, b.held = buf, data, size
+	return nil
+}
+
+// charge moves the body from the room for bodies to the request's
+// budget, once it has been admitted to decode.
+func (b *body) charge(budget *arcmsgpack.Budget) error {
+	if budget.Charge(b.held) != nil {
+		return fail(http.StatusRequestEntityTooLarge, "body of %d bytes takes more than the %d bytes of memory a request may take (-max-decoded-memory)", len(b.data), budget.Limit())
+	}
+	b.f.room.Release(b.held)
+	b.budget = budget
+	return nil
+}
+
+// done gives back what the body holds, where it is charged: it has been
+// decoded, or refused.
+func (b *body) done() {
+	if b.budget != nil {
+		b.budget.Release(b.held)
+	} else if b.held > 0 {
+		b.f.room.Release(b.held)
+	}
+	bodies.put(b.buf)
+	b.buf, b.data, b.held = nil, nil, 0
+}
 
 // capped reads at most limit bytes; one more marks it over the limit.
 type capped struct {
@@ -88,57 +213,53 @@ func (c *capped) note(err error) error {
 	return err
 }
 
-// openBody starts reading the request's body.
-func (h *MsgpackHandler) openBody(r *http.Request) (*body, error) {
-	maxBody, maxDecoded := h.MaxBodyBytes, h.MaxDecodedBytes
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBodyBytes
-	}
-	if maxDecoded <= 0 {
-		maxDecoded = DefaultMaxDecodedBytes
-	}
-	if r.ContentLength > maxBody {
-		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, maxBody)
-	}
-	b := &body{raw: &capped{r: r.Body, left: maxBody, limit: maxBody}, close: func() {}}
-	br := bufio.NewReader(b.raw)
-	magic, _ := br.Peek(len(zstdMagic))
-	switch {
-	case bytes.HasPrefix(magic, gzipMagic) && r.ContentLength > 0 && r.ContentLength <= maxWholeGzip:
-		b.kind, b.whole, b.size, b.maxDecoded = "gzip", br, r.ContentLength, maxDecoded
-		return b, nil
-	case bytes.HasPrefix(magic, gzipMagic):
-		if err := b.streamGzip(br, maxDecoded); err != nil {
-			return nil, err
-		}
-	case bytes.HasPrefix(magic, zstdMagic):
-		zd, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(uint64(maxDecoded)), zstd.WithDecoderMaxWindow(8<<20))
+// stream is the body decompressed as it is read, within maxDecoded; plain
+// bodies read as they are.
+type stream struct {
+	io.Reader
+	kind    string
+	decoded *capped // nil for a plain body
+	close   func()
+}
+
+// stream starts reading the body decompressed.
+func (b *body) stream() (*stream, error) {
+	src := bytes.NewReader(b.data)
+	b.streamed = true
+	s := &stream{Reader: src, kind: b.kind, close: func() {}}
+	var r io.Reader
+	switch b.kind {
+	case "gzip":
+		gz, err := openGzip(src)
 		if err != nil {
-			return nil, b.fail(fail(http.StatusBadRequest, "zstd body: %v", err))
+			return nil, fail(http.StatusBadRequest, "gzip body: %v", err)
 		}
-		b.kind, b.close = "zstd", zd.Close
-		b.decompressed(zd, maxDecoded)
+		r, s.close = gz, func() { gzipReaders.Put(gz) }
+	case "zstd":
+		zd, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(b.maxDecoded)), zstd.WithDecoderMaxWindow(8<<20))
+		if err != nil {
+			return nil, fail(http.StatusBadRequest, "zstd body: %v", err)
+		}
+		r, s.close = zd, zd.Close
 	default:
-		b.Reader = br
+		return s, nil
 	}
-	return b, nil
+	s.decoded = &capped{r: r, left: b.maxDecoded, limit: b.maxDecoded}
+	s.Reader = s.decoded
+	return s, nil
 }
 
-// streamGzip reads the body through a gzip reader.
-func (b *body) streamGzip(r io.Reader, maxDecoded int64) error {
-	gz, err := openGzip(r)
-	if err != nil {
-		return b.fail(fail(http.StatusBadRequest, "gzip body: %v", err))
+// fail turns a failure while decompressing into its answer: 413 past the
+// limit, 400 for a body that does not decompress, else err.
+func (s *stream) fail(err error) error {
+	switch {
+	case s.decoded != nil && s.decoded.over:
+		return fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", s.kind, s.decoded.limit)
+	case s.decoded != nil && s.decoded.err != nil:
+		return fail(http.StatusBadRequest, "%s body: %v", s.kind, s.decoded.err)
 	}
-	b.kind, b.close = "gzip", func() { gzipReaders.Put(gz) }
-	b.decompressed(gz, maxDecoded)
-	return nil
-}
-
-func (b *body) decompressed(r io.Reader, maxDecoded int64) {
-	b.decoded = &capped{r: r, left: maxDecoded, limit: maxDecoded}
-	b.Reader = b.decoded
+	return err
 }
 
 // gzipReaders keeps gzip readers between requests: a new one allocates
@@ -156,27 +277,6 @@ func openGzip(r io.Reader) (*gzip.Reader, error) {
 		return gz, nil
 	}
 	return gzip.NewReader(r)
-}
-
-// readWhole reads a small gzip body whole into a pooled buffer; done puts
-// it back. It is not charged to the request's budget (a body streamed
-// past that budget must be refused as streaming refuses it): it is at
-// most maxWholeGzip, for at most inflightRequests requests decoding at
-// once.
-func (b *body) readWhole() (src []byte, done func(), err error) {
-	src = wholeBodies.get(int(b.size))[:b.size]
-	if _, err := io.ReadFull(b.whole, src); err != nil {
-		wholeBodies.put(src)
-		return nil, nil, b.fail(fail(http.StatusBadRequest, "read body: %v", err))
-	}
-	return src, func() { wholeBodies.put(src) }, nil
-}
-
-// streamHeld makes b stream a body it holds whole, as a larger body
-// streams.
-func (b *body) streamHeld(src []byte) error {
-	b.whole = nil
-	return b.streamGzip(bytes.NewReader(src), b.maxDecoded)
 }
 
 // inflateHeld decompresses a gzip body held whole into a buffer sized by
@@ -209,6 +309,7 @@ func inflateHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (out [
 // fit the budget only without the decompressed body beside them (as
 // streaming holds them).
 func decodeHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (ms []arcmsgpack.Measurement, ok bool, err error) {
+	used := budget.Used()
 	out, release, ok := inflateHeld(src, maxDecoded, budget)
 	if !ok {
 		return nil, false, nil
@@ -219,7 +320,7 @@ func decodeHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (ms []a
 	release()
 	switch {
 	case errors.Is(err, arcmsgpack.ErrTooLarge):
-		budget.Release(budget.Used())
+		budget.Release(budget.Used() - used)
 		return nil, false, nil
 	case err != nil:
 		return nil, true, decodeError(err)
@@ -227,67 +328,37 @@ func decodeHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (ms []a
 	return ms, true, nil
 }
 
-// fail turns a failure while reading the body into its answer: 413 past a
-// limit, 400 for a body that does not read or decompress, else err.
-func (b *body) fail(err error) error {
-	switch {
-	case b.raw.over:
-		return fail(http.StatusRequestEntityTooLarge, "body is over the limit of %d bytes", b.raw.limit)
-	case b.decoded != nil && b.decoded.over:
-		return fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", b.kind, b.decoded.limit)
-	case b.raw.err != nil:
-		return fail(http.StatusBadRequest, "read body: %v", b.raw.err)
-	case b.decoded != nil && b.decoded.err != nil:
-		return fail(http.StatusBadRequest, "%s body: %v", b.kind, b.decoded.err)
-	}
-	return err
-}
-
 // readBody reads the whole (decompressed) body, for decoders that need it
 // in one piece; it is charged to budget, and past it the answer is 413.
-func (h *MsgpackHandler) readBody(r *http.Request, budget *arcmsgpack.Budget) ([]byte, error) {
-	b, err := h.openBody(r)
+// release gives it back once it has been decoded.
+func (h *MsgpackHandler) readBody(b *body, budget *arcmsgpack.Budget) (data []byte, release func(), err error) {
+	if b.whole {
+		if out, release, ok := inflateHeld(b.data, b.maxDecoded, budget); ok {
+			return out, release, nil
+		}
+	}
+	if b.kind == "" {
+		return b.data, func() {}, nil
+	}
+	s, err := b.stream()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer b.close()
-	if b.whole != nil {
-		src, done, err := b.readWhole()
-		if err != nil {
-			return nil, err
-		}
-		defer done()
-		if out, release, ok := inflateHeld(src, b.maxDecoded, budget); ok {
-			// The caller keeps the text: a copy, then charged as the
-			// pooled buffer's charge is given back.
-			text := bytes.Clone(out)
-			release()
-			if err := budget.Charge(int64(len(text))); err != nil {
-				return nil, decodeError(err)
-			}
-			return text, nil
-		}
-		if err := b.streamHeld(src); err != nil {
-			return nil, err
-		}
-	}
-	hint := r.ContentLength
-	if b.kind != "" {
-		hint = 0
-	}
+	defer s.close()
 	limit := budget.Limit() - budget.Used()
-	data, err := readAll(b, hint, limit)
-	if err := b.fail(err); err != nil {
-		return nil, err
+	data, err = readAll(s, 0, limit)
+	if err := s.fail(err); err != nil {
+		return nil, nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fail(http.StatusRequestEntityTooLarge, "body decodes to more than the %d bytes of memory a request may take", budget.Limit())
+		return nil, nil, fail(http.StatusRequestEntityTooLarge, "body decodes to more than the %d bytes of memory a request may take", budget.Limit())
 	}
 	// readAll's buffer is at most twice what it holds.
-	if err := budget.Charge(int64(cap(data))); err != nil {
-		return nil, decodeError(err)
+	charge := int64(cap(data))
+	if err := budget.Charge(charge); err != nil {
+		return nil, nil, decodeError(err)
 	}
-	return data, nil
+	return data, func() { budget.Release(charge) }, nil
 }
 
 // readAll reads up to limit+1 bytes (one more tells a reader past the

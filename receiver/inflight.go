@@ -17,16 +17,22 @@ import (
 // holds while it decodes).
 const inflightRequests = 3
 
-// inflight bounds the memory of the write requests in progress. A request
-// reserves its whole budget before it reads its body (so the semaphore is
-// taken once and nothing waits while holding part of it: no deadlock),
-// keeps what its budget counts once its batches are built, and gives the
-// rest back when it is answered. Requests past the bound wait their turn
-// in arrival order; a client that gives up stops waiting.
+// inflight bounds the memory of the write requests in progress. A
+// request's body is received whole first, within the room for bodies
+// (receive); then it reserves its whole budget (so the semaphore is taken
+// once and nothing waits while holding part of it: no deadlock), moves its
+// body into that budget, keeps what its budget counts once its batches are
+// built, and gives the rest back when it is answered. A client that sends
+// its body slowly holds only the room its bytes take, never a budget.
+// Requests past the bound wait their turn in arrival order; a client that
+// gives up stops waiting.
 type inflight struct {
 	once   sync.Once
 	sem    *semaphore.Weighted
 	budget int64
+	// room bounds the bodies being received, as sent, and those received
+	// and waiting their turn: one budget's worth.
+	room *semaphore.Weighted
 }
 
 func (f *inflight) init(budget int64) {
@@ -36,6 +42,7 @@ func (f *inflight) init(budget int64) {
 		}
 		f.budget = budget
 		f.sem = semaphore.NewWeighted(inflightRequests * budget)
+		f.room = semaphore.NewWeighted(budget)
 	})
 }
 

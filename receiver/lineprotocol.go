@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
 	"github.com/arc-otel/arc-otel/internal/lineproto"
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
@@ -144,19 +143,21 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return fail(http.StatusBadRequest, "%v", err)
 	}
-	t, err := h.Arc.admit(w, r)
+	b, t, budget, err := h.Arc.begin(w, r)
 	if err != nil {
 		return err
 	}
 	defer t.done()
 	// The text is held while it is decoded: it counts against the
 	// request's memory budget as its columns do.
-	budget := arcmsgpack.NewBudget(h.Arc.MaxDecodedMemory)
-	body, err := h.Arc.readBody(r, budget)
+	text, release, err := h.Arc.readBody(b, budget)
 	if err != nil {
+		b.done()
 		return err
 	}
-	res, err := lineproto.Decode(body, prec, schema.TimestampOf(arrived), budget)
+	res, err := lineproto.Decode(text, prec, schema.TimestampOf(arrived), budget)
+	release()
+	b.done()
 	if err != nil {
 		return decodeError(err)
 	}

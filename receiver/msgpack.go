@@ -55,10 +55,9 @@ type MsgpackHandler struct {
 	MaxDecodedMemory int64
 	Metrics          *Metrics // nil records nothing
 
-	// BodyReadTimeout is how long an admitted request may take to send
-	// its body (DefaultBodyReadTimeout when 0): it holds a third of the
-	// bound of requests in progress meanwhile, so a client that trickles
-	// its body must not keep it.
+	// BodyReadTimeout is how long a request may take to send its body
+	// once there is room to receive it (DefaultBodyReadTimeout when 0): a
+	// client that trickles its body holds the room its bytes take.
 	BodyReadTimeout time.Duration
 
 	inflight inflight // bounds all requests in progress together
@@ -105,67 +104,69 @@ func (h *MsgpackHandler) write(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fail(http.StatusBadRequest, "%s header: %v", HeaderDatabase, err)
 	}
-	t, err := h.admit(w, r)
+	b, t, budget, err := h.begin(w, r)
 	if err != nil {
 		return err
 	}
 	defer t.done()
-	b, err := h.openBody(r)
-	if err != nil {
-		return err
-	}
-	budget := arcmsgpack.NewBudget(h.MaxDecodedMemory)
 	ms, err := decodeBody(b, budget)
-	b.close()
+	b.done()
 	if err != nil {
 		return err
 	}
 	return h.store(r.Context(), database, ms, arrived, budget, t)
 }
 
+// begin receives the request's body whole, then waits for its turn to
+// decode it within the bound of all requests in progress and charges the
+// body to the request's budget. The caller decodes b, then gives it back
+// (b.done), and gives t back once answered.
+func (h *MsgpackHandler) begin(w http.ResponseWriter, r *http.Request) (b *body, t *ticket, budget *arcmsgpack.Budget, err error) {
+	if b, err = h.receive(w, r); err != nil {
+		return nil, nil, nil, err
+	}
+	if t, err = h.inflight.admit(r.Context(), h.MaxDecodedMemory); err != nil {
+		b.done()
+		return nil, nil, nil, fail(http.StatusServiceUnavailable, "not stored: gave up waiting for memory: %v", err)
+	}
+	budget = arcmsgpack.NewBudget(h.MaxDecodedMemory)
+	if err := b.charge(budget); err != nil {
+		b.done()
+		t.done()
+		return nil, nil, nil, err
+	}
+	return b, t, budget, nil
+}
+
 // decodeBody decodes a MessagePack body: a small gzip body from memory
-// when it can (decodeHeld), else as it is read.
+// when it can (decodeHeld), a plain one in place, else as it decompresses.
 func decodeBody(b *body, budget *arcmsgpack.Budget) ([]arcmsgpack.Measurement, error) {
-	if b.whole != nil {
-		src, done, err := b.readWhole()
-		if err != nil {
-			return nil, err
-		}
-		// After the streaming decode below, which may read src.
-		defer done()
-		if ms, ok, err := decodeHeld(src, b.maxDecoded, budget); ok {
+	if b.whole {
+		if ms, ok, err := decodeHeld(b.data, b.maxDecoded, budget); ok {
 			return ms, err
 		}
-		if err := b.streamHeld(src); err != nil {
-			return nil, err
-		}
 	}
-	ms, err := arcmsgpack.DecodeReader(b, budget)
+	if b.kind == "" {
+		ms, err := arcmsgpack.DecodeWithin(b.data, budget)
+		if err != nil {
+			return nil, decodeError(err)
+		}
+		return ms, nil
+	}
+	s, err := b.stream()
 	if err != nil {
-		return nil, b.fail(decodeError(err))
+		return nil, err
+	}
+	defer s.close()
+	ms, err := arcmsgpack.DecodeReader(s, budget)
+	if err != nil {
+		return nil, s.fail(decodeError(err))
 	}
 	return ms, nil
 }
 
 // DefaultBodyReadTimeout is the default of MsgpackHandler.BodyReadTimeout.
 const DefaultBodyReadTimeout = 30 * time.Second
-
-// admit waits for the request's turn within the bound of all requests in
-// progress, then gives it BodyReadTimeout to send its body.
-func (h *MsgpackHandler) admit(w http.ResponseWriter, r *http.Request) (*ticket, error) {
-	t, err := h.inflight.admit(r.Context(), h.MaxDecodedMemory)
-	if err != nil {
-		return nil, fail(http.StatusServiceUnavailable, "not stored: gave up waiting for memory: %v", err)
-	}
-	// Not every ResponseWriter can (a wrapped one): then the server's own
-	// timeouts are the only bound.
-	timeout := h.BodyReadTimeout
-	if timeout <= 0 {
-		timeout = DefaultBodyReadTimeout
-	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
-	return t, nil
-}
 
 // decodeError answers a body the decoders refused: 413 past the memory
 // budget, else 400.

@@ -35,8 +35,8 @@ func (p *bytePool) put(b []byte) {
 var (
 	// ipcBuffers hold a batch's Arrow IPC stream until the WAL has it.
 	ipcBuffers = bytePool{max: 4 << 20}
-	// wholeBodies hold small gzip bodies as sent, decodedBodies the same
+	// bodies hold request bodies as sent, decodedBodies small gzip ones
 	// decompressed, while they are decoded.
-	wholeBodies   = bytePool{max: maxWholeGzip}
+	bodies        = bytePool{max: maxWholeGzip}
 	decodedBodies = bytePool{max: 8 << 20}
 )
