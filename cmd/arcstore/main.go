@@ -26,6 +26,7 @@ import (
 	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
 	"github.com/arc-otel/arc-otel/receiver"
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/iceberg"
 	"github.com/arc-otel/arc-otel/storage/upload"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
@@ -62,7 +63,8 @@ type config struct {
 	walRepair        bool
 	dedupWindow      time.Duration
 
-	s3 s3Flags
+	s3      s3Flags
+	iceberg icebergFlags
 
 	httpReadTimeout time.Duration
 	httpIdleTimeout time.Duration
@@ -120,6 +122,7 @@ func parseFlags(args []string) (config, error) {
 	sizeVar(fs, &c.maxWALBytes, "max-wal-bytes", storage.DefaultMaxWALBytes, "WAL `size` (bytes of records; the directory takes up to twice that plus two reused segment files) past which writes are refused with RESOURCE_EXHAUSTED (a sink that is down holds the WAL)")
 	sizeVar(fs, &c.minFreeDisk, "min-free-disk", storage.DefaultMinFreeDisk, "free `size` kept on the data directory's file system for flushes: below it writes wait (-buffer-wait) for a flush, then are refused with UNAVAILABLE (503) and /ready says why, until space returns; 0 keeps no floor")
 	c.s3.register(fs)
+	c.iceberg.register(fs)
 	fs.BoolVar(&c.walRepair, "wal-repair", false, walRepairUsage)
 	fs.DurationVar(&c.dedupWindow, "dedup-window", storage.DefaultDedupWindow, "how long the batch ID of a stored batch is remembered so that a retry of it is not stored again, counted in the sidecar's running time")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this `address`, e.g. 127.0.0.1:6060 (off by default; unauthenticated: keep it on loopback)")
@@ -154,6 +157,11 @@ func parseFlags(args []string) (config, error) {
 		return c, errNoStorage
 	}
 	if err := c.s3.check(c.parquet); err != nil {
+		return c, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := c.iceberg.check(set, c.parquet); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -245,7 +253,15 @@ func run(c config, log *slog.Logger) error {
 	if chSink != nil {
 		sinks = append(sinks, chSink)
 	}
-	uploader, err := newUploader(c, log)
+	committer, err := newCommitter(c, log)
+	if err != nil {
+		return err
+	}
+	var table upload.Table // a nil *Committer in it would not be nil
+	if committer != nil {
+		table = committer
+	}
+	uploader, err := newUploader(c, log, table)
 	if err != nil {
 		return err
 	}
@@ -279,6 +295,10 @@ func run(c config, log *slog.Logger) error {
 	}
 	metrics.WatchStore(store)
 	var ready []receiver.ReadyCheck
+	if committer != nil {
+		metrics.Register(committer.Collectors()...)
+		ready = append(ready, committer.Ready)
+	}
 	if uploader != nil {
 		metrics.Register(uploader.Collectors()...)
 		ready = append(ready, uploader.Ready)
@@ -330,8 +350,14 @@ func run(c config, log *slog.Logger) error {
 		MaxDecodedMemory: c.maxDecodedMemory, Limits: c.limits, Metrics: metrics,
 	}, tokens)
 	hs := newHTTPServer(c, mux)
+	if committer != nil {
+		committer.Start() // off the write path: an unreachable catalog holds no write
+	}
 	if uploader != nil {
 		if err := uploader.Start(store); err != nil {
+			if committer != nil {
+				committer.Stop()
+			}
 			grpcLis.Close()
 			httpLis.Close()
 			store.Close()
@@ -354,12 +380,12 @@ func run(c config, log *slog.Logger) error {
 	case err := <-errc:
 		log.Error("server failed; shutting down", "error", err)
 	}
-	return shutdown(c, log, gs, flightServer.Drain, hs, store, uploader)
+	return shutdown(c, log, gs, flightServer.Drain, hs, store, uploader, committer)
 }
 
 // shutdown stops taking batches, waits for open streams up to a deadline,
 // then flushes everything buffered to Parquet.
-func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *http.Server, store *storage.Store, uploader *upload.Uploader) error {
+func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *http.Server, store *storage.Store, uploader *upload.Uploader, committer *iceberg.Committer) error {
 	done := make(chan struct{})
 	drain() // exporters keep streams open between pushes: end them
 	go func() { gs.GracefulStop(); close(done) }()
@@ -373,7 +399,10 @@ func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *htt
 	defer cancel()
 	_ = hs.Shutdown(ctx)
 	if uploader != nil {
-		uploader.Stop() // before the store it deletes partitions through
+		uploader.Stop() // before the store it deletes partitions through, and the tables it settles
+	}
+	if committer != nil {
+		committer.Stop() // the files of the last flush are committed at the next start
 	}
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("final flush: %w (the rows stay in the WAL and replay on the next start)", err)

@@ -80,7 +80,7 @@ type s3File struct {
 
 // newUploader builds the uploader from the flags and the config file; nil
 // when no bucket is configured.
-func newUploader(c config, log *slog.Logger) (*upload.Uploader, error) {
+func newUploader(c config, log *slog.Logger, table upload.Table) (*upload.Uploader, error) {
 	f := c.s3
 	if f.bucket == "" {
 		return nil, nil
@@ -120,7 +120,7 @@ func newUploader(c config, log *slog.Logger) (*upload.Uploader, error) {
 	return upload.New(upload.Config{
 		Bucket: bucket, BucketName: f.bucket, Prefix: f.prefix, CompactMinAge: c.compactMinAge, LocalRetention: f.localRetention,
 		Retention: uploadRetention(c), Interval: file.Interval, PartSize: file.PartSize, Concurrency: file.Concurrency,
-		Timeout: file.RequestTimeout, Logger: log,
+		Timeout: file.RequestTimeout, Logger: log, Table: table,
 	})
 }
 

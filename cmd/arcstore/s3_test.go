@@ -71,7 +71,7 @@ func TestS3ConfigFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := config{compactMinAge: 10 * time.Minute, s3: s3Flags{bucket: "b", prefix: "otel", region: "us-east-1", config: write("s3.yaml", tt.yaml)}}
-			u, err := newUploader(c, quiet)
+			u, err := newUploader(c, quiet, nil)
 			if tt.want != "" {
 				assert.ErrorContains(t, err, tt.want)
 				return
@@ -80,10 +80,10 @@ func TestS3ConfigFile(t *testing.T) {
 			tt.check(t, u.Config())
 		})
 	}
-	u, err := newUploader(config{}, quiet)
+	u, err := newUploader(config{}, quiet, nil)
 	require.NoError(t, err)
 	assert.Nil(t, u, "no bucket, no uploads")
-	_, err = newUploader(config{s3: s3Flags{bucket: "b", endpoint: "127.0.0.1:7070"}}, quiet)
+	_, err = newUploader(config{s3: s3Flags{bucket: "b", endpoint: "127.0.0.1:7070"}}, quiet, nil)
 	assert.ErrorContains(t, err, "want http://host[:port]")
 }
 
