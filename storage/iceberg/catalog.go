@@ -113,7 +113,7 @@ func tableProps() iceberg.Properties {
 // from the contract's schema (OTLP tables) or the first file's (a
 // measurement's).
 func (c *Committer) table(ctx context.Context, id tableID, files []wanted) (*table.Table, error) {
-	ident := table.Identifier{id.db, id.table}
+	ident := id.ident()
 	tbl, err := c.cat.LoadTable(ctx, ident)
 	if err == nil || !errors.Is(err, catalog.ErrNoSuchTable) {
 		return tbl, err
@@ -141,8 +141,8 @@ func (c *Committer) table(ctx context.Context, id tableID, files []wanted) (*tab
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", id, err)
 	}
-	if err := c.cat.CreateNamespace(ctx, table.Identifier{id.db}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return nil, fmt.Errorf("create namespace %s: %w", id.db, err)
+	if err := c.cat.CreateNamespace(ctx, ident[:1], nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s: %w", ident[0], err)
 	}
 	props := tableProps()
 	mapping, err := json.Marshal(sc.NameMapping())

@@ -367,13 +367,13 @@ func (c *Committer) reconcile(ctx context.Context, tf *tableFiles) (time.Time, e
 	for _, f := range all {
 		delete(c.seen, f.path)
 	}
-	return time.Time{}, c.upkeep(ctx, tbl)
+	return time.Time{}, c.upkeep(ctx, tf.id, tbl)
 }
 
 // known says whether a table without files is in the catalog (its files
 // must then go).
 func (c *Committer) known(ctx context.Context, id tableID) bool {
-	ok, err := c.cat.CheckTableExists(ctx, table.Identifier{id.db, id.table})
+	ok, err := c.cat.CheckTableExists(ctx, id.ident())
 	return err == nil && ok
 }
 
@@ -717,7 +717,7 @@ func (c *Committer) settle(ctx context.Context, id tableID, prel string, live, g
 		if len(gone) == 0 {
 			return nil
 		}
-		if tbl, err = c.cat.LoadTable(ctx, table.Identifier{id.db, id.table}); errors.Is(err, catalog.ErrNoSuchTable) {
+		if tbl, err = c.cat.LoadTable(ctx, id.ident()); errors.Is(err, catalog.ErrNoSuchTable) {
 			return nil // no table: nothing points at gone
 		}
 	}

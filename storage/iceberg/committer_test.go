@@ -262,3 +262,26 @@ func TestCatalogBackCatchesUp(t *testing.T) {
 	assert.Equal(t, want, scan(t, e.load("cpu")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(cm.metrics.lag))
 }
+
+// TestTableNames: a table is named in the catalog by the names its folders
+// store (percent-decoded); a measurement named like an OTLP table keeps its
+// folder's name.
+func TestTableNames(t *testing.T) {
+	for _, tt := range []struct {
+		db, table string
+		want      table.Identifier
+	}{
+		{"default", "cpu", table.Identifier{"default", "cpu"}},
+		{"my%20db", "disk%20io", table.Identifier{"my db", "disk io"}},
+		{"default", "traces", table.Identifier{"default", "traces"}},
+		{"default", "%74races", table.Identifier{"default", "%74races"}},
+	} {
+		assert.Equal(t, tt.want, tableID{tt.db, tt.table}.ident(), tt.table)
+	}
+	e := newEnv(t)
+	h := e.hour(1)
+	want := rows(h, 3, 0, "api")
+	e.write("disk%20io", h, "1.parquet", want, false)
+	require.NoError(t, e.committer(nil).Sync(context.Background()))
+	assert.Equal(t, want, scan(t, e.load("disk io")))
+}

@@ -11,14 +11,32 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
-// tableID names a table: namespace (the database) and table.
+// tableID names a table by its folders: the database's and the table's.
 type tableID struct{ db, table string }
 
-func (id tableID) String() string { return id.db + "." + id.table }
+func (id tableID) String() string { return strings.Join(id.ident(), ".") }
+
+// ident is the table's name in the catalog: the database (namespace) and
+// table names the folders store (storage.NameOfFolder: "disk io" for
+// disk%20io). A measurement named like an OTLP table keeps its folder's
+// name ("%74races"): the OTLP table has the name.
+func (id tableID) ident() table.Identifier {
+	db, err := storage.NameOfFolder(id.db)
+	if err != nil {
+		db = id.db
+	}
+	t, err := storage.NameOfFolder(id.table)
+	if err != nil || t != id.table && storage.IsOTLPTable(t) {
+		t = id.table
+	}
+	return table.Identifier{db, t}
+}
 
 // wanted is a file a table should hold.
 type wanted struct {

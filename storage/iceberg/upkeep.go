@@ -18,7 +18,7 @@ const orphanEvery = time.Hour
 // upkeep expires a table's old snapshots, which deletes the files only
 // they referenced (locally the links of replaced files: their space is
 // freed then), and now and then removes orphaned metadata.
-func (c *Committer) upkeep(ctx context.Context, tbl *table.Table) error {
+func (c *Committer) upkeep(ctx context.Context, id tableID, tbl *table.Table) error {
 	if c.expirable(tbl) {
 		txn := tbl.NewTransaction()
 		if err := txn.ExpireSnapshots(table.WithOlderThan(c.cfg.SnapshotRetention), table.WithRetainLast(c.cfg.KeepSnapshots)); err != nil {
@@ -40,7 +40,6 @@ func (c *Committer) upkeep(ctx context.Context, tbl *table.Table) error {
 			return err
 		}
 	}
-	id := tableID{tbl.Identifier()[0], tbl.Identifier()[1]}
 	if last, ok := c.cleaned[id]; ok && c.now().Sub(last) < orphanEvery {
 		return nil
 	}
