@@ -23,6 +23,7 @@ CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
 TELEGRAF    := $(TOOLS)/telegraf
 PYCLIENTS   := $(TOOLS)/pyclients/.installed
+PYICEBERG   := $(TOOLS)/pyiceberg/.installed
 DATA_DIR    ?= ./data
 # What `arcstore -version` prints: the git tag and commit of the checkout.
 VERSION     := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -65,7 +66,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -127,6 +128,13 @@ $(TELEGRAF):
 $(PYCLIENTS): tools/python-clients.txt
 	rm -rf $(TOOLS)/pyclients
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/pyclients -r tools/python-clients.txt
+	touch $@
+
+# PyIceberg, which the end-to-end tests read the sidecar's Iceberg tables
+# with (docs/LAKE.md), every package pinned in tools/python-iceberg.txt.
+$(PYICEBERG): tools/python-iceberg.txt
+	rm -rf $(TOOLS)/pyiceberg
+	python3 -m pip install --quiet --no-deps --target $(TOOLS)/pyiceberg -r tools/python-iceberg.txt
 	touch $@
 
 # Sidecar in the background, collector in the foreground; Ctrl-C stops the

@@ -34,7 +34,7 @@ type icebergCounts struct {
 func pyiceberg(t *testing.T, dataDir string, scans []icebergScan, files ...string) icebergCounts {
 	t.Helper()
 	libs := filepath.Join(repoRoot, ".tools", "pyiceberg")
-	if _, err := os.Stat(filepath.Join(libs, "pyiceberg")); err != nil {
+	if _, err := os.Stat(filepath.Join(libs, ".installed")); err != nil {
 		t.Fatalf("PyIceberg is not installed in %s: run `make tools`", libs)
 	}
 	js, err := json.Marshal(scans)
