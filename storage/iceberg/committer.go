@@ -768,3 +768,14 @@ func (c *Committer) step(name string) error {
 	}
 	return nil
 }
+
+// Table loads a table through the committer's catalog, as a reader would:
+// database and table are the names the catalog knows ("default", "cpu").
+func (c *Committer) Table(ctx context.Context, database, name string) (*table.Table, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	return c.cat.LoadTable(ctx, table.Identifier{database, name})
+}
