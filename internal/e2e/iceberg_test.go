@@ -97,7 +97,7 @@ func TestIcebergTables(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, post(t, url, body, nil))
 		time.Sleep(600 * time.Millisecond) // one flush each
 	}
-	iso := func(d time.Duration) string { return hour.Add(d).Format(time.RFC3339) }
+	iso := func(d time.Duration) string { return hour.Add(d).Format("2006-01-02T15:04:05+00:00") } // as PyIceberg parses it
 	// The first 1000 seconds hold 1000 rows, 500 of each service.
 	scans := []icebergScan{
 		{Name: "requests", Table: "default.requests"},
