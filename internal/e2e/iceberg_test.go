@@ -30,25 +30,49 @@ type icebergCounts struct {
 }
 
 // pyiceberg runs the scans with PyIceberg 0.12 (.tools/pyiceberg, pyarrow
-// from .tools/py) on the sidecar's SQLite catalog.
-func pyiceberg(t *testing.T, dataDir string, scans []icebergScan, files ...string) icebergCounts {
+// from .tools/py) on the sidecar's SQLite catalog. It returns errors
+// rather than failing, for require.Eventually's condition.
+func pyiceberg(t *testing.T, dataDir string, scans []icebergScan, files ...string) (icebergCounts, error) {
 	t.Helper()
+	var out icebergCounts
 	libs := filepath.Join(repoRoot, ".tools", "pyiceberg")
 	if _, err := os.Stat(filepath.Join(libs, ".installed")); err != nil {
-		t.Fatalf("PyIceberg is not installed in %s: run `make tools`", libs)
+		return out, fmt.Errorf("PyIceberg is not installed in %s: run `make tools`", libs)
 	}
 	js, err := json.Marshal(scans)
-	require.NoError(t, err)
+	if err != nil {
+		return out, err
+	}
 	cmd := exec.Command("python3", filepath.Join("testdata", "iceberg_scan.py"))
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+libs+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "py"),
 		"CATALOG="+filepath.Join(dataDir, "_arcstore", "iceberg", "catalog.db"), "SCANS="+string(js), "FILES="+joinComma(files))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
-	require.NoError(t, err, "iceberg_scan.py: %s", stderr.String())
-	var out icebergCounts
-	require.NoError(t, json.Unmarshal(stdout, &out), "iceberg_scan.py printed %q", stdout)
-	return out
+	if err != nil {
+		return out, fmt.Errorf("iceberg_scan.py: %w: %s", err, stderr.String())
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		return out, fmt.Errorf("iceberg_scan.py printed %q: %w", stdout, err)
+	}
+	return out, nil
+}
+
+// eventually waits until PyIceberg's answer satisfies ok.
+func eventually(t *testing.T, dataDir string, scans []icebergScan, files []string, ok func(icebergCounts) bool, msg string) icebergCounts {
+	t.Helper()
+	var got icebergCounts
+	var last error
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		got, last = pyiceberg(t, dataDir, scans, files...)
+		if last == nil && ok(got) {
+			return got
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s: not within 60 s; last answer %+v, error %v", msg, got, last)
+	return got
 }
 
 func joinComma(s []string) string {
@@ -107,11 +131,8 @@ func TestIcebergTables(t *testing.T) {
 		{Name: "traces svc-a", Table: "default.traces", Service: "svc-a"},
 	}
 	want := map[string]int64{"requests": perPost * posts, "requests api, first 1000 s": 500, "requests 500-1500 s": 1000, "traces": spans}
-	var got icebergCounts
-	require.Eventually(t, func() bool {
-		got = pyiceberg(t, dataDir, scans[:1], "default.requests")
-		return got.Counts["requests"] == perPost*posts
-	}, 60*time.Second, time.Second, "the flushed files reach the table within the commit interval")
+	got := eventually(t, dataDir, scans[:1], []string{"default.requests"}, func(c icebergCounts) bool { return c.Counts["requests"] == perPost*posts },
+		"the flushed files reach the table within the commit interval")
 	require.Greater(t, got.Files["default.requests"], 1, "several flushed files")
 
 	check := func(what string) {
@@ -119,10 +140,8 @@ func TestIcebergTables(t *testing.T) {
 		// Every span accepted is in the table once; DuckDB counts the same
 		// over the plain files for the filters whose answer depends on
 		// telemetrygen's clock.
-		require.Eventually(t, func() bool {
-			got = pyiceberg(t, dataDir, scans, "default.requests")
-			return got.Counts["traces"] == spans
-		}, 60*time.Second, time.Second, "%s: every accepted span in the table", what)
+		got = eventually(t, dataDir, scans, []string{"default.requests"}, func(c icebergCounts) bool { return c.Counts["traces"] == spans },
+			what+": every accepted span in the table")
 		for name, n := range want {
 			assert.Equal(t, n, got.Counts[name], "%s: %s", what, name)
 		}
@@ -138,9 +157,8 @@ func TestIcebergTables(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Eventually(t, func() bool {
-		return pyiceberg(t, dataDir, nil, "default.requests").Files["default.requests"] == 1
-	}, 60*time.Second, time.Second, "the compacted hour is one file in the table")
+	eventually(t, dataDir, nil, []string{"default.requests"}, func(c icebergCounts) bool { return c.Files["default.requests"] == 1 },
+		"the compacted hour is one file in the table")
 	check("compacted")
 
 	// SIGKILL, more spans, a restart: nothing lost, nothing twice.

@@ -15,7 +15,7 @@ from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThanOrEqual, 
 
 catalog = SqlCatalog("arcstore", uri="sqlite:///" + os.environ["CATALOG"])
 out = {"counts": {}, "files": {}}
-for s in json.loads(os.environ["SCANS"]):
+for s in json.loads(os.environ.get("SCANS") or "[]") or []:
     table = catalog.load_table(s["table"])
     f = AlwaysTrue()
     if s.get("since"):
