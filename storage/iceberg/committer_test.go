@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -284,4 +285,29 @@ func TestTableNames(t *testing.T) {
 	e.write("disk%20io", h, "1.parquet", want, false)
 	require.NoError(t, e.committer(nil).Sync(context.Background()))
 	assert.Equal(t, want, scan(t, e.load("disk io")))
+}
+
+// TestRequiredMapValuesReadWhole: files whose map values and list elements
+// are required (as the contract's are) are read back whole by iceberg-go's
+// ToArrowTable; with those values required in the table it panicked on its
+// own batches, which read them as nullable.
+func TestRequiredMapValuesReadWhole(t *testing.T) {
+	e := newEnv(t)
+	h := e.hour(1)
+	m := arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)
+	m.SetItemNullable(false)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "attributes", Type: m},
+		{Name: "tags", Type: arrow.ListOfNonNullable(arrow.BinaryTypes.String)},
+	}, nil)
+	for f, first := range map[string]float64{"1.parquet": 0, "2.parquet": 10} {
+		e.writeRecord("spans", h, f, sc, rows(h, 5, first, "api"))
+	}
+	require.NoError(t, e.committer(nil).Sync(context.Background()))
+	whole, err := e.load("spans").Scan().ToArrowTable(context.Background())
+	require.NoError(t, err)
+	defer whole.Release()
+	assert.EqualValues(t, 10, whole.NumRows())
 }

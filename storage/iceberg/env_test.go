@@ -119,6 +119,15 @@ func (e *env) writeRecord(table string, hour time.Time, name string, sc *arrow.S
 				case *array.StringBuilder:
 					vb.Append(fmt.Sprint(r.Value))
 				}
+			case "attributes":
+				mb := fb.(*array.MapBuilder)
+				mb.Append(true)
+				mb.KeyBuilder().(*array.StringBuilder).Append("service")
+				mb.ItemBuilder().(*array.StringBuilder).Append(r.Service)
+			case "tags":
+				lb := fb.(*array.ListBuilder)
+				lb.Append(true)
+				lb.ValueBuilder().(*array.StringBuilder).Append(r.Service)
 			case "region":
 				if r.Region == nil {
 					fb.AppendNull()

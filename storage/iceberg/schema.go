@@ -40,7 +40,35 @@ func icebergSchema(s *arrow.Schema) (*iceberg.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errConflict, err)
 	}
-	return sc, nil
+	fields := sc.Fields()
+	for i := range fields {
+		fields[i].Type = optionalValues(fields[i].Type)
+	}
+	return iceberg.NewSchema(sc.ID, fields...), nil
+}
+
+// optionalValues makes the values of maps and the elements of lists
+// optional, however the files declare them (the contract's are required):
+// iceberg-go's scan reads them as nullable whatever the table says, and
+// its ToArrowTable then refused to put its own batches in a table of the
+// schema it announced (a panic). A table whose values are optional takes
+// files whose values are required.
+func optionalValues(t iceberg.Type) iceberg.Type {
+	switch t := t.(type) {
+	case *iceberg.StructType:
+		fields := make([]iceberg.NestedField, len(t.FieldList))
+		for i, f := range t.FieldList {
+			f.Type = optionalValues(f.Type)
+			fields[i] = f
+		}
+		return &iceberg.StructType{FieldList: fields}
+	case *iceberg.ListType:
+		return &iceberg.ListType{ElementID: t.ElementID, Element: optionalValues(t.Element), ElementRequired: false}
+	case *iceberg.MapType:
+		return &iceberg.MapType{KeyID: t.KeyID, KeyType: optionalValues(t.KeyType), ValueID: t.ValueID, ValueType: optionalValues(t.ValueType), ValueRequired: false}
+	default:
+		return t
+	}
 }
 
 // partitionSpec is every table's spec: hour(time), the hive tree's own
