@@ -107,7 +107,7 @@ func TestRetentionWithBucket(t *testing.T) {
 			c, err := parseFlags(append([]string{"-retention", "default/traces=168h,*/*=720h"}, tt.args...))
 			require.NoError(t, err)
 			assert.Equal(t, tt.store, storeRetention(c), "the store's")
-			u, err := newUploader(c, slog.New(slog.DiscardHandler))
+			u, err := newUploader(c, slog.New(slog.DiscardHandler), nil)
 			require.NoError(t, err)
 			if u == nil {
 				assert.Nil(t, tt.upload)

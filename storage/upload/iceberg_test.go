@@ -197,7 +197,7 @@ func seq(from, n int) []float64 {
 // upload, late rows replacing the object, local retention, late rows after
 // it) and stops the process as a SIGKILL would after each step of the
 // uploader (uploaded, recorded, table settled, replaced object deleted,
-// partition marked and deleted locally); after every phase the Iceberg
+// partition marked, deleted locally and unrecorded); after every phase the Iceberg
 // table lists exactly the bucket's objects, none twice and none deleted,
 // and reads back exactly the rows written.
 func TestBucketTableCrashAtEveryStep(t *testing.T) {
@@ -234,7 +234,7 @@ func TestBucketTableCrashAtEveryStep(t *testing.T) {
 	t.Run("no crash", func(t *testing.T) {
 		scenario(t, func(s string) error { counts[s]++; return nil })
 	})
-	require.Equal(t, map[string]int{"uploaded": 3, "recorded": 3, "settled": 3, "replaced": 1, "dropping": 2, "dropped": 2}, counts)
+	require.Equal(t, map[string]int{"uploaded": 3, "recorded": 3, "settled": 3, "replaced": 1, "dropping": 2, "dropped": 2, "unrecorded": 2}, counts)
 	for step, n := range counts {
 		for i := 1; i <= n; i++ {
 			t.Run(fmt.Sprintf("%s-%d", step, i), func(t *testing.T) {
