@@ -11,6 +11,8 @@ MDATAGEN_VERSION := v0.161.0
 TELEMETRYGEN_VERSION := v0.161.0
 DUCKDB_VERSION := 1.5.6
 PYARROW_VERSION := 22.0.0
+POLARS_VERSION := 2.1.0
+PYSPARK_VERSION := 4.1.4
 CHDB_VERSION := 26.9.0
 VERSITYGW_VERSION := v1.8.0
 TELEGRAF_VERSION := v1.37.2
@@ -19,6 +21,8 @@ MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
+POLARS      := $(TOOLS)/polars/polars
+PYSPARK     := $(TOOLS)/spark/pyspark
 CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
 TELEGRAF    := $(TOOLS)/telegraf
@@ -66,7 +70,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -102,6 +106,17 @@ $(DUCKDB):
 # of its own since 16.0).
 $(PYARROW):
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/py pyarrow==$(PYARROW_VERSION)
+
+# Polars, a third DataFrame engine the tests read our Parquet with (with
+# its runtime, polars-runtime-32; about 180 MB).
+$(POLARS):
+	python3 -m pip install --quiet --target $(TOOLS)/polars polars==$(POLARS_VERSION)
+
+# Spark (pyspark with its own jars and py4j; about 490 MB, 2-3 minutes to
+# install): the tests read the plain Parquet tree with spark.read.parquet.
+# It runs on the machine's Java 17; no Maven artifact is needed for it.
+$(PYSPARK):
+	python3 -m pip install --quiet --target $(TOOLS)/spark pyspark==$(PYSPARK_VERSION)
 
 # ClickHouse 26.9 embedded in chdb-core: the tests run docs/QUERIES.md's
 # ClickHouse queries with it, and tools/chserver.py serves it over the

@@ -22,6 +22,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Compaction merges the small files that flushes leave in a partition into
@@ -63,14 +64,17 @@ type CompactStats struct {
 }
 
 // Compact merges the files of every partition whose hour ended at least
-// minAge ago. Flushes wait while a partition is swapped, not while it is
-// merged.
+// minAge ago, and rewrites the files of earlier builds (nanosecond
+// timestamps, schema.StoredParquet) in any partition, so that every engine
+// reads the whole tree. Flushes wait while a partition is swapped, not
+// while it is merged.
 func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats, error) {
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
 	start := time.Now()
 	st := CompactStats{Cutoff: start.Add(-minAge)}
-	parts, err := s.closedPartitions(st.Cutoff)
+	parts, err := s.partitions()
+	current := map[string]bool{}
 	for _, p := range parts {
 		if err != nil {
 			break
@@ -78,8 +82,10 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		err = s.compactPartition(p, &st)
+		closed := !p.end.After(st.Cutoff)
+		err = s.compactPartition(p.dir, closed, current, &st)
 	}
+	s.current = current
 	st.Duration, st.Err = time.Since(start), err
 	s.opts.Observer.Compacted(st)
 	if st.Partitions > 0 || err != nil {
@@ -89,10 +95,9 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 	return st, err
 }
 
-// closedPartitions lists the partition folders whose hour ended before
-// cutoff.
-func (s *Store) closedPartitions(cutoff time.Time) ([]string, error) {
-	var out []string
+// partitions lists every partition folder of every table.
+func (s *Store) partitions() ([]partitionDir, error) {
+	var out []partitionDir
 	dbs, err := s.fs.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list data dir: %w", err)
@@ -110,11 +115,7 @@ func (s *Store) closedPartitions(cutoff time.Time) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, p := range parts {
-				if p.end.Before(cutoff) || p.end.Equal(cutoff) {
-					out = append(out, p.dir)
-				}
-			}
+			out = append(out, parts...)
 		}
 	}
 	return out, nil
@@ -173,11 +174,29 @@ func (s *Store) parquetFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
-// compactPartition merges each schema's files of one partition.
-func (s *Store) compactPartition(dir string, st *CompactStats) error {
+// compactPartition merges each schema's files of one closed partition,
+// and in any partition the files of earlier builds, whose timestamps are
+// not in the contract's unit, with the files of their shape. current
+// collects the files left alone that are in the unit.
+func (s *Store) compactPartition(dir string, closed bool, current map[string]bool, st *CompactStats) error {
 	names, err := s.parquetFiles(dir)
-	if err != nil || len(names) < 2 {
+	if err != nil || len(names) == 0 {
 		return err
+	}
+	if !closed || len(names) == 1 {
+		// Nothing to merge unless a file is an earlier build's: only the
+		// files not seen before need their footer read.
+		known := true
+		for _, n := range names {
+			if p := filepath.Join(dir, n); s.current[p] {
+				current[p] = true
+			} else {
+				known = false
+			}
+		}
+		if known {
+			return nil
+		}
 	}
 	groups, err := groupBySchema(dir, names)
 	if err != nil {
@@ -191,7 +210,10 @@ func (s *Store) compactPartition(dir string, st *CompactStats) error {
 		}
 	}()
 	for _, g := range groups {
-		if len(g.names) < 2 {
+		if !g.legacy && (!closed || len(g.names) < 2) {
+			for _, n := range g.names {
+				current[filepath.Join(dir, n)] = true
+			}
 			continue
 		}
 		out, err := s.merge(dir, g)
@@ -222,30 +244,40 @@ func (s *Store) compactPartition(dir string, st *CompactStats) error {
 	return nil
 }
 
+// schemaGroup is the files of one shape in a partition. schema is their
+// shape in the contract's time unit (schema.StoredParquet), the one a
+// merge writes; legacy says some file is not in that unit.
 type schemaGroup struct {
 	schema *parquet.Schema
+	legacy bool
 	names  []string
 	bytes  int64
 	rows   int64
 }
 
-// groupBySchema sorts a partition's files by schema: a measurement table
-// that gained a column has files of both shapes in one folder.
+// groupBySchema sorts a partition's files by shape: a measurement table
+// that gained a column has files of both shapes in one folder. A file of
+// an earlier build (nanosecond timestamps) joins the files of its shape
+// in microseconds.
 func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
 	bySchema := map[string]*schemaGroup{}
 	var order []string
 	for _, n := range names {
-		schema, size, rows, err := readSchema(filepath.Join(dir, n))
+		fileSchema, size, rows, err := readSchema(filepath.Join(dir, n))
 		if err != nil {
 			return nil, err
 		}
-		key := schema.String()
+		stored, legacy := schema.StoredParquet(fileSchema)
+		// The shape is the columns: the root's name is a writer's choice
+		// (the flush names it after the row type, pqarrow "schema").
+		_, key, _ := strings.Cut(stored.String(), "\n")
 		g := bySchema[key]
 		if g == nil {
-			g = &schemaGroup{schema: schema}
+			g = &schemaGroup{schema: stored}
 			bySchema[key] = g
 			order = append(order, key)
 		}
+		g.legacy = g.legacy || legacy
 		g.names = append(g.names, n)
 		g.bytes += size
 		g.rows += rows
@@ -358,6 +390,7 @@ func compactSchemas(table, path string) (*arrow.Schema, *parquet.Schema, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("read schema of %s: %w", path, err)
 	}
+	as = schema.StoredSchema(as) // readBatches converts an earlier build's rows
 	dictInts, err := lowCardinalityInts(fr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
 // Compaction rewrites a measurement's files (the flat tables of the Arc
@@ -124,8 +125,9 @@ func (m *merger) mergeFiles(paths []string) (int64, error) {
 	return rows, m.mergeSpills()
 }
 
-// readBatches calls fn with each record batch of a Parquet file; fn
-// retains what it keeps.
+// readBatches calls fn with each record batch of a Parquet file, its
+// timestamps in the contract's unit (an earlier build's nanoseconds are
+// converted); fn retains what it keeps.
 func readBatches(path string, mem memory.Allocator, fn func(arrow.RecordBatch) error) error {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
@@ -142,7 +144,10 @@ func readBatches(path string, mem memory.Allocator, fn func(arrow.RecordBatch) e
 	}
 	defer rr.Release()
 	for rr.Next() {
-		if err := fn(rr.RecordBatch()); err != nil {
+		rec := schema.StoredTimes(rr.RecordBatch())
+		err := fn(rec)
+		rec.Release()
+		if err != nil {
 			return err
 		}
 	}

@@ -196,11 +196,17 @@ func TestCompactedFilesHaveStatisticsOnEveryColumn(t *testing.T) {
 }
 
 // TestCompactMergesFilesOfAnOlderShapeRowByRow: measurement files whose
-// columns the write API no longer produces (an int32 column) are still
-// merged, row by row, not left behind or refused.
+// columns the write API no longer produces (an int32 column; an earlier
+// build's nanosecond times) are still merged, row by row, not left behind
+// or refused, and their times come out in microseconds.
 func TestCompactMergesFilesOfAnOlderShapeRowByRow(t *testing.T) {
 	type oldRow struct {
 		Time  int64  `parquet:"time,timestamp(nanosecond)"`
+		Host  string `parquet:"host"`
+		Cores int32  `parquet:"cores"`
+	}
+	type newRow struct {
+		Time  int64  `parquet:"time,timestamp(microsecond)"`
 		Host  string `parquet:"host"`
 		Cores int32  `parquet:"cores"`
 	}
@@ -210,7 +216,7 @@ func TestCompactMergesFilesOfAnOlderShapeRowByRow(t *testing.T) {
 	for i, hosts := range [][]string{{"b", "a"}, {"c"}} {
 		var rows []oldRow
 		for _, h := range hosts {
-			rows = append(rows, oldRow{Time: t0.UnixNano(), Host: h, Cores: 4})
+			rows = append(rows, oldRow{Time: t0.UnixNano() + 789, Host: h, Cores: 4})
 		}
 		require.NoError(t, parquet.WriteFile(filepath.Join(part, fmt.Sprintf("old-%d%s", i, parquetExt)), rows))
 	}
@@ -223,10 +229,12 @@ func TestCompactMergesFilesOfAnOlderShapeRowByRow(t *testing.T) {
 	entries, err := os.ReadDir(part)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
-	rows, err := parquet.ReadFile[oldRow](filepath.Join(part, entries[0].Name()))
+	assertMicros(t, filepath.Join(part, entries[0].Name()))
+	rows, err := parquet.ReadFile[newRow](filepath.Join(part, entries[0].Name()))
 	require.NoError(t, err)
-	got := slices.SortedFunc(slices.Values(rows), func(a, b oldRow) int { return cmp.Compare(a.Host, b.Host) })
-	assert.Equal(t, []oldRow{{t0.UnixNano(), "a", 4}, {t0.UnixNano(), "b", 4}, {t0.UnixNano(), "c", 4}}, got)
+	got := slices.SortedFunc(slices.Values(rows), func(a, b newRow) int { return cmp.Compare(a.Host, b.Host) })
+	us := t0.UnixMicro()
+	assert.Equal(t, []newRow{{us, "a", 4}, {us, "b", 4}, {us, "c", 4}}, got)
 }
 
 // codesBatch is a measurement batch of n rows: a status-like code of five

@@ -159,7 +159,11 @@ type Store struct {
 
 	compactMu   sync.Mutex
 	compactHook func(step string) error // tests crash compactions here
-	mergeLimits mergeLimits             // tests make runs tiny
+	// current are the files compaction found in the contract's time unit
+	// (not an earlier build's nanoseconds) and left alone, by path; under
+	// compactMu. Files never change, so each footer is read once.
+	current     map[string]bool
+	mergeLimits mergeLimits // tests make runs tiny
 	lock        *os.File
 
 	sinks         []*sinkRunner

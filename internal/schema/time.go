@@ -3,12 +3,14 @@ package schema
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Every timestamp the contract stores is an INT64 count of microseconds
@@ -242,3 +244,77 @@ func unitRatio(from, to arrow.TimeUnit) (mul, div int64) {
 	}
 	return f / t, 1
 }
+
+// StoredParquet is a Parquet schema of a file with its timestamp columns
+// in TimestampUnit, and whether any was not: the schema compaction
+// rewrites a file of an earlier build with (nanoseconds). Column order,
+// repetition, encodings and compression stay the file's.
+func StoredParquet(s *parquet.Schema) (*parquet.Schema, bool) {
+	return ParquetTimesIn(s, TimestampUnit)
+}
+
+// ParquetTimesIn is StoredParquet for any unit: tests write the files of
+// earlier builds with it (arrow.Nanosecond).
+func ParquetTimesIn(s *parquet.Schema, unit arrow.TimeUnit) (*parquet.Schema, bool) {
+	n, changed := nodeTimesIn(s, parquetUnit(unit))
+	if !changed {
+		return s, false
+	}
+	return parquet.NewSchema(s.Name(), n), true
+}
+
+func nodeTimesIn(n parquet.Node, unit parquet.TimeUnit) (parquet.Node, bool) {
+	if n.Leaf() {
+		lt := n.Type().LogicalType()
+		if lt == nil {
+			return n, false
+		}
+		ts, ok := lt.Value.(*format.TimestampType)
+		want := unit.TimeUnit()
+		if !ok || ts.Unit.String() == want.String() {
+			return n, false
+		}
+		return &timeLeaf{Node: n, typ: parquet.TimestampAdjusted(unit, ts.IsAdjustedToUTC).Type()}, true
+	}
+	fields := n.Fields()
+	out := make([]parquet.Field, len(fields))
+	changed := false
+	for i, f := range fields {
+		c, ok := nodeTimesIn(f, unit)
+		if !ok {
+			out[i] = f
+			continue
+		}
+		out[i], changed = &field{Node: c, of: f}, true
+	}
+	if !changed {
+		return n, false
+	}
+	return &group{Node: n, fields: out}, true
+}
+
+// timeLeaf, group and field are a node of another schema with another
+// timestamp type, fields or child: parquet-go's own groups (parquet.Group)
+// order their fields by name, and files keep theirs. Pointers: parquet-go
+// keys maps by node.
+type timeLeaf struct {
+	parquet.Node
+	typ parquet.Type
+}
+
+func (l *timeLeaf) Type() parquet.Type { return l.typ }
+
+type group struct {
+	parquet.Node
+	fields []parquet.Field
+}
+
+func (g *group) Fields() []parquet.Field { return g.fields }
+
+type field struct {
+	parquet.Node
+	of parquet.Field
+}
+
+func (f *field) Name() string                           { return f.of.Name() }
+func (f *field) Value(base reflect.Value) reflect.Value { return f.of.Value(base) }

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -99,4 +100,25 @@ func TestTimesInNanosecondsAndBack(t *testing.T) {
 	back := StoredTimes(ns)
 	defer back.Release()
 	assert.True(t, array.RecordEqual(rec, back))
+}
+
+// TestParquetTimesIn: a table's schema in nanoseconds (an earlier build's
+// files) and back is the table's schema, column for column; nothing but the
+// timestamps changes.
+func TestParquetTimesIn(t *testing.T) {
+	for _, name := range Names() {
+		tbl, _ := Lookup(name)
+		ns, changed := ParquetTimesIn(tbl.Parquet, arrow.Nanosecond)
+		require.True(t, changed, name)
+		assert.Contains(t, ns.String(), "NANOS", name)
+		assert.NotContains(t, ns.String(), "MICROS", name)
+		assert.Equal(t, tbl.Parquet.Columns(), ns.Columns(), "%s: column order", name)
+		back, changed := StoredParquet(ns)
+		require.True(t, changed, name)
+		assert.Equal(t, tbl.Parquet.String(), back.String(), name)
+		assert.True(t, parquet.EqualNodes(tbl.Parquet, back), name)
+		same, changed := StoredParquet(tbl.Parquet)
+		assert.False(t, changed, name)
+		assert.Same(t, tbl.Parquet, same)
+	}
 }
