@@ -170,11 +170,12 @@ run: build $(TELEMETRYGEN) $(DUCKDB)
 # the same.
 COLLECTOR_GOGC ?= 400
 
-# ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3, ARC_REQUIRE_TELEGRAF: the
-# ClickHouse, object-storage and Telegraf tests fail, not skip, when their
-# server or client is missing (make tools installs them; CI must run them).
+# ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3, ARC_REQUIRE_TELEGRAF,
+# ARC_REQUIRE_SPARK: the ClickHouse, object-storage, Telegraf and Spark
+# tests fail, not skip, when their server or client is missing (make tools
+# installs them; Spark also needs the machine's Java 17; CI must run them).
 test: tools build engine
-	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 $(GO) test -race -count=1 -timeout 20m ./...
+	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 ARC_REQUIRE_SPARK=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 # A Docker engine for TestDockerCompose: with DOCKER=install (or CI=true)
 # installed and started as root on Debian; otherwise only one already
