@@ -115,8 +115,11 @@ func tableProps() iceberg.Properties {
 func (c *Committer) table(ctx context.Context, id tableID, files []wanted) (*table.Table, error) {
 	ident := id.ident()
 	tbl, err := c.cat.LoadTable(ctx, ident)
-	if err == nil || !errors.Is(err, catalog.ErrNoSuchTable) {
-		return tbl, err
+	if err == nil {
+		return tbl, c.inWarehouse(id, tbl)
+	}
+	if !errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, err
 	}
 	var sc *iceberg.Schema
 	if st, ok := schema.Lookup(id.table); ok {
@@ -152,13 +155,33 @@ func (c *Committer) table(ctx context.Context, id tableID, files []wanted) (*tab
 	props[table.DefaultNameMappingKey] = string(mapping)
 	tbl, err = c.cat.CreateTable(ctx, ident, sc, catalog.WithLocation(c.location(id)), catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
-		return c.cat.LoadTable(ctx, ident) // another committer was first
+		// Another committer was first.
+		if tbl, err = c.cat.LoadTable(ctx, ident); err != nil {
+			return nil, err
+		}
+		return tbl, c.inWarehouse(id, tbl)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", id, err)
 	}
 	c.log.Info("created an Iceberg table", "table", id.String(), "location", tbl.Location(), "columns", len(sc.Fields()))
 	return tbl, nil
+}
+
+// ErrOtherWarehouse reports a table that lives in another warehouse than
+// this sidecar's: committing this warehouse's files into it would list
+// the same rows twice (its old files and their copies here).
+var ErrOtherWarehouse = errors.New("the table is in another warehouse")
+
+// inWarehouse checks that a table lives where this sidecar keeps it: a
+// sidecar given -s3-bucket after keeping local tables (or another
+// sidecar's table of a shared catalog in a local warehouse) must not mix
+// the two.
+func (c *Committer) inWarehouse(id tableID, tbl *table.Table) error {
+	if have, want := strings.TrimRight(tbl.Location(), "/"), c.location(id); have != want {
+		return fmt.Errorf("%w: %s is at %s, this sidecar keeps it at %s; drop the table (or use another catalog) to start it afresh", ErrOtherWarehouse, id, have, want)
+	}
+	return nil
 }
 
 // location is where a table keeps its metadata (and, locally, its links):

@@ -171,6 +171,7 @@ func (c *Committer) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.forgetGone(ts)
 	now := c.now()
 	if err := c.connect(ctx); err != nil {
 		// Unreachable: what arrived since the last pass that completed
@@ -214,6 +215,33 @@ func (c *Committer) sync(ctx context.Context) error {
 	c.lastOK = now
 	c.metrics.lastCommitted.Set(float64(now.Unix()))
 	return nil
+}
+
+// forgetGone drops what the committer remembers of files that are not
+// there any more: refused files (so the gauge counts those that are) and
+// when bucket objects were first seen.
+func (c *Committer) forgetGone(ts tables) {
+	there := map[string]bool{}
+	for _, t := range ts {
+		for _, p := range t.partitions {
+			for _, f := range p.files {
+				there[f.local] = true
+				if f.path != "" {
+					there[f.path] = true
+				}
+			}
+		}
+	}
+	for k := range c.refused {
+		if !there[k] {
+			delete(c.refused, k)
+		}
+	}
+	for k := range c.seen {
+		if !there[k] {
+			delete(c.seen, k)
+		}
+	}
 }
 
 // setLag sets the lag gauge: how long the oldest file missing from its
@@ -298,6 +326,13 @@ func (c *Committer) list() (tables, error) {
 			ts.table(tableID{db, t})
 		}
 	}
+	for id, t := range ts {
+		for _, p := range t.partitions {
+			for i := range p.files {
+				p.files[i].path = fileURI(c.linkPath(id, p.files[i]))
+			}
+		}
+	}
 	return ts, nil
 }
 
@@ -308,11 +343,6 @@ func (c *Committer) reconcile(ctx context.Context, tf *tableFiles) (time.Time, e
 	parts := tf.sorted()
 	var all []wanted
 	for _, p := range parts {
-		if local {
-			for i := range p.files {
-				p.files[i].path = fileURI(c.linkPath(tf.id, p.files[i]))
-			}
-		}
 		all = append(all, p.files...)
 	}
 	// Until the table says which files it has, those that arrived since

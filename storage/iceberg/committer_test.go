@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
 // TestLocalTableFollowsFiles: flushed files are added, a compaction's swap
@@ -151,6 +153,28 @@ func TestSchemaEvolution(t *testing.T) {
 	require.NoError(t, cm.Sync(ctx))
 	assert.Equal(t, snap, e.load("cpu").CurrentSnapshot().SnapshotID)
 	assert.NoFileExists(t, filepath.Join(Dir(e.dir), "default", "cpu", "data", filepath.FromSlash(rel(h)), "3.parquet"))
+
+	// Once the refused file is gone (retention, a hand), it is not counted.
+	e.remove("cpu", h, "3.parquet")
+	require.NoError(t, cm.Sync(ctx))
+	assert.Equal(t, 0.0, testutil.ToFloat64(cm.metrics.refused))
+}
+
+// TestOtherWarehouse: a table kept in the local warehouse is not mixed with
+// the bucket's objects when the sidecar is given a bucket later (the same
+// rows would be listed twice): the commit is refused, naming both places.
+func TestOtherWarehouse(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := e.hour(1)
+	e.write("cpu", h, "1.parquet", rows(h, 5, 0, "api"), false)
+	require.NoError(t, e.committer(nil).Sync(ctx))
+	cm := e.committer(nil, func(c *Config) { c.Bucket = &Bucket{Name: "lake", Prefix: "otel"} })
+	err := cm.Settle(ctx, "default/cpu/"+rel(h), []upload.StoredFile{{File: "1.parquet", Key: "otel/default/cpu/" + rel(h) + "/1.parquet", Size: 1}}, nil)
+	require.ErrorIs(t, err, ErrOtherWarehouse)
+	assert.Contains(t, err.Error(), "s3://lake/otel/_iceberg/default/cpu")
+	assert.Error(t, cm.Ready())
+	assert.Equal(t, rows(h, 5, 0, "api"), scan(t, e.load("cpu")), "the local table is left as it was")
 }
 
 // TestNanosecondFilesRefused: Iceberg v2 has no nanosecond timestamps; a
