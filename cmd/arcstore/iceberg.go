@@ -31,7 +31,7 @@ var (
 	errIcebergDurations      = errors.New("-iceberg-commit-interval and -iceberg-snapshot-retention must be positive")
 )
 
-func (f *icebergFlags) check(set map[string]bool, parquet bool) error {
+func (f *icebergFlags) check(set map[string]bool, parquet, bucket bool) error {
 	if !f.enabled {
 		if set["iceberg-catalog"] || set["iceberg-commit-interval"] || set["iceberg-snapshot-retention"] {
 			return errIcebergWithoutFlag
@@ -43,6 +43,9 @@ func (f *icebergFlags) check(set map[string]bool, parquet bool) error {
 	}
 	if f.commitInterval <= 0 || f.snapshotRetention <= 0 {
 		return errIcebergDurations
+	}
+	if f.catalog != "" && !bucket {
+		return iceberg.ErrSharedCatalogLocal
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ func TestIcebergFlags(t *testing.T) {
 		{"no parquet", []string{"-iceberg", "-parquet=false", "-clickhouse-addr", "ch:9000"}, errIcebergWithoutParquet},
 		{"zero interval", []string{"-iceberg", "-iceberg-commit-interval", "0s"}, errIcebergDurations},
 		{"negative retention", []string{"-iceberg", "-iceberg-snapshot-retention", "-1h"}, errIcebergDurations},
+		{"shared catalog, local files", []string{"-iceberg", "-iceberg-catalog", "postgres://h/db"}, iceberg.ErrSharedCatalogLocal},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parseFlags(tt.args)
@@ -38,7 +39,7 @@ func TestIcebergFlags(t *testing.T) {
 	cm, err := newCommitter(c, quiet)
 	require.NoError(t, err)
 	require.NotNil(t, cm)
-	c, err = parseFlags([]string{"-iceberg", "-iceberg-catalog", "mysql://h/db"})
+	c, err = parseFlags([]string{"-iceberg", "-iceberg-catalog", "mysql://h/db", "-s3-bucket", "b"})
 	require.NoError(t, err)
 	_, err = newCommitter(c, quiet)
 	assert.ErrorIs(t, err, iceberg.ErrCatalogURI)

@@ -161,7 +161,7 @@ func parseFlags(args []string) (config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := c.iceberg.check(set, c.parquet); err != nil {
+	if err := c.iceberg.check(set, c.parquet, c.s3.bucket != ""); err != nil {
 		return c, err
 	}
 	return c, nil

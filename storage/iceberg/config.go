@@ -94,6 +94,12 @@ func Dir(dataDir string) string { return filepath.Join(storage.SystemDir(dataDir
 // CatalogPath is the embedded SQLite catalog's file.
 func CatalogPath(dataDir string) string { return filepath.Join(Dir(dataDir), catalogFile) }
 
+// ErrSharedCatalogLocal reports a shared catalog over a local warehouse:
+// other machines cannot read the files, and two sidecars whose data
+// directories have the same path would name the same tables and remove
+// each other's files.
+var ErrSharedCatalogLocal = errors.New("a shared iceberg catalog needs the bucket warehouse (-s3-bucket): a local one is this machine's alone")
+
 // ErrCatalogURI reports an -iceberg-catalog the sidecar cannot use.
 var ErrCatalogURI = errors.New("iceberg catalog must be postgres://... or http(s)://... (empty: SQLite in the data directory)")
 
@@ -114,6 +120,9 @@ func (cfg *Config) check() error {
 	}
 	if cfg.Bucket != nil && cfg.Bucket.Name == "" {
 		return errors.New("iceberg: bucket without a name")
+	}
+	if cfg.Catalog != "" && cfg.Bucket == nil {
+		return ErrSharedCatalogLocal
 	}
 	if cfg.CommitInterval < 0 || cfg.SnapshotRetention < 0 || cfg.KeepSnapshots < 0 || cfg.OrphanAge < 0 {
 		return errors.New("iceberg: negative interval, retention or count")
