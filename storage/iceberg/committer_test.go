@@ -270,16 +270,15 @@ func TestCatalogBackCatchesUp(t *testing.T) {
 	h := e.hour(1)
 	want := rows(h, 5, 0, "api")
 	e.write("cpu", h, "1.parquet", want, false)
-	// A file where the catalog's folder goes: it cannot be created.
-	require.NoError(t, os.MkdirAll(filepath.Dir(Dir(e.dir)), 0o755))
-	require.NoError(t, os.WriteFile(Dir(e.dir), nil, 0o644))
+	// A folder where the catalog's file goes: it cannot be opened.
+	require.NoError(t, os.MkdirAll(CatalogPath(e.dir), 0o755))
 	cm := e.committer(nil)
 	cm.lastOK = time.Time{} // the file arrived since the last pass
 	require.Error(t, cm.Sync(ctx))
 	require.Error(t, cm.Ready())
 	assert.Greater(t, testutil.ToFloat64(cm.metrics.lag), 0.0, "the lag counts the file that waits")
 
-	require.NoError(t, os.Remove(Dir(e.dir)))
+	require.NoError(t, os.Remove(CatalogPath(e.dir)))
 	require.NoError(t, cm.Sync(ctx))
 	assert.NoError(t, cm.Ready())
 	assert.Equal(t, want, scan(t, e.load("cpu")))
