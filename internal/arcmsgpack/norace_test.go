@@ -1,0 +1,5 @@
+//go:build !race
+
+package arcmsgpack
+
+const raceAllocSlack = 1.0
