@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage/upload/s3test"
 )
 
 // icebergScan is one count testdata/iceberg_scan.py makes with PyIceberg.
@@ -33,6 +35,10 @@ type icebergCounts struct {
 // from .tools/py) on the sidecar's SQLite catalog. It returns errors
 // rather than failing, for require.Eventually's condition.
 func pyiceberg(t *testing.T, dataDir string, scans []icebergScan, files ...string) (icebergCounts, error) {
+	return pyicebergEnv(t, dataDir, nil, scans, files...)
+}
+
+func pyicebergEnv(t *testing.T, dataDir string, env []string, scans []icebergScan, files ...string) (icebergCounts, error) {
 	t.Helper()
 	var out icebergCounts
 	libs := filepath.Join(repoRoot, ".tools", "pyiceberg")
@@ -46,6 +52,7 @@ func pyiceberg(t *testing.T, dataDir string, scans []icebergScan, files ...strin
 	cmd := exec.Command("python3", filepath.Join("testdata", "iceberg_scan.py"))
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+libs+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "py"),
 		"CATALOG="+filepath.Join(dataDir, "_arcstore", "iceberg", "catalog.db"), "SCANS="+string(js), "FILES="+joinComma(files))
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
@@ -61,11 +68,16 @@ func pyiceberg(t *testing.T, dataDir string, scans []icebergScan, files ...strin
 // eventually waits until PyIceberg's answer satisfies ok.
 func eventually(t *testing.T, dataDir string, scans []icebergScan, files []string, ok func(icebergCounts) bool, msg string) icebergCounts {
 	t.Helper()
+	return eventuallyEnv(t, dataDir, nil, scans, files, ok, msg)
+}
+
+func eventuallyEnv(t *testing.T, dataDir string, env []string, scans []icebergScan, files []string, ok func(icebergCounts) bool, msg string) icebergCounts {
+	t.Helper()
 	var got icebergCounts
 	var last error
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		got, last = pyiceberg(t, dataDir, scans, files...)
+		got, last = pyicebergEnv(t, dataDir, env, scans, files...)
 		if last == nil && ok(got) {
 			return got
 		}
@@ -194,4 +206,72 @@ func httpGet(t *testing.T, url string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, fmt.Sprint(url))
 	return b.String()
+}
+
+// postRows posts n Arc-protocol rows of measurement m, one a second from
+// start, values from first, services api and web in turn.
+func postRows(t *testing.T, sc *sidecar, m string, start time.Time, first, n int) {
+	t.Helper()
+	times, services, values := make([]int64, n), make([]string, n), make([]float64, n)
+	for i := range n {
+		times[i] = start.Add(time.Duration(first+i) * time.Second).UnixMicro()
+		services[i] = []string{"api", "web"}[(first+i)%2]
+		values[i] = float64(first + i)
+	}
+	body := pack(t, map[string]any{"m": m, "columns": map[string]any{"time": times, "service_name": services, "value": values}})
+	require.Equal(t, http.StatusNoContent, post(t, "http://"+sc.http+"/api/v1/write/msgpack", body, nil))
+}
+
+// TestIcebergBucketWarehouse runs the real sidecar with -s3-bucket and
+// -iceberg against versitygw: PyIceberg reads the table's metadata and
+// data from the bucket and counts exactly the rows of the closed hour once
+// it is uploaded, again after late rows replaced the uploaded object (the
+// table swapped them before the old object went: one file), and after
+// -local-retention deleted the local partition.
+func TestIcebergBucketWarehouse(t *testing.T) {
+	srv := s3test.Start(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	grpcAddr, httpAddr := addr(freePort(t)), addr(freePort(t))
+	args := s3Sidecar(t, srv, "-iceberg", "-iceberg-commit-interval", "1s")
+	sc := startSidecar(t, dataDir, grpcAddr, httpAddr, args...)
+	env := []string{"S3_ENDPOINT=" + srv.Endpoint, "S3_ACCESS=" + s3test.AccessKey, "S3_SECRET=" + s3test.SecretKey}
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	since := hour.Add(100 * time.Second).Format("2006-01-02T15:04:05+00:00")
+	scans := []icebergScan{
+		{Name: "all", Table: "default.requests"},
+		{Name: "web from 100 s", Table: "default.requests", Since: since, Service: "web"},
+	}
+	postRows(t, sc, "requests", hour, 0, 1000)
+	time.Sleep(300 * time.Millisecond)
+	postRows(t, sc, "requests", hour, 1000, 1000)
+	time.Sleep(300 * time.Millisecond)
+	compactNow(t, sc)
+	got := eventuallyEnv(t, dataDir, env, scans, []string{"default.requests"}, func(c icebergCounts) bool { return c.Counts["all"] == 2000 },
+		"the uploaded hour in the bucket's table")
+	assert.EqualValues(t, 950, got.Counts["web from 100 s"])
+	assert.Equal(t, 1, got.Files["default.requests"])
+
+	// Late rows: compacted with the uploaded file into a new one, which
+	// replaces the object.
+	postRows(t, sc, "requests", hour, 2000, 500)
+	time.Sleep(300 * time.Millisecond)
+	compactNow(t, sc)
+	got = eventuallyEnv(t, dataDir, env, scans, []string{"default.requests"}, func(c icebergCounts) bool { return c.Counts["all"] == 2500 },
+		"the late rows in the bucket's table")
+	assert.EqualValues(t, 1200, got.Counts["web from 100 s"])
+	assert.Equal(t, 1, got.Files["default.requests"], "the replaced object swapped out in the same commit")
+
+	// Local retention: the local partition goes, the table keeps the rows.
+	sc.stop(t, 30*time.Second)
+	sc = startSidecar(t, dataDir, grpcAddr, httpAddr, append(args, "-local-retention", "1h")...)
+	partition := filepath.Join(dataDir, "default", "requests", "date="+hour.Format(time.DateOnly), fmt.Sprintf("hour=%d", hour.Hour()))
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(partition)
+		return os.IsNotExist(err)
+	}, 60*time.Second, 200*time.Millisecond, "local retention deleted the partition")
+	got, err := pyicebergEnv(t, dataDir, env, scans, "default.requests")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2500, got.Counts["all"])
+	assert.EqualValues(t, 1200, got.Counts["web from 100 s"])
+	sc.stop(t, 30*time.Second)
 }
