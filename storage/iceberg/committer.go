@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,6 +118,15 @@ func (c *Committer) Ready() error {
 	return c.notReady
 }
 
+// readiness is what a pass's error says of the catalog: conflicts alone
+// (another committer kept winning) are no readiness failure.
+func readiness(err error) error {
+	if err != nil && onlyMoved(err) {
+		return nil
+	}
+	return err
+}
+
 func (c *Committer) setReady(err error) {
 	c.readyMu.Lock()
 	was := c.notReady
@@ -161,7 +171,7 @@ func (c *Committer) Sync(ctx context.Context) error {
 	defer c.mu.Unlock()
 	err := c.sync(ctx)
 	if ctx.Err() == nil {
-		c.setReady(err)
+		c.setReady(readiness(err))
 	}
 	return err
 }
@@ -191,7 +201,11 @@ func (c *Committer) sync(ctx context.Context) error {
 	var errs []error
 	ids := slices.SortedFunc(maps.Keys(ts), func(a, b tableID) int { return cmpID(a, b) })
 	for _, id := range ids {
-		pending, err := c.reconcile(ctx, ts[id])
+		var pending time.Time
+		err := retryMoved(ctx, func() (err error) {
+			pending, err = c.reconcile(ctx, ts[id])
+			return err
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -523,24 +537,80 @@ func (c *Committer) commit(ctx context.Context, tbl *table.Table, adds []wanted,
 	}
 	txn := tbl.NewTransaction()
 	if err := txn.ReplaceDataFilesWithDataFiles(ctx, removes, dfs, nil); err != nil {
-		return 0, c.counted(fmt.Errorf("stage commit: %w", err))
+		return 0, c.counted(ctx, tbl, fmt.Errorf("stage commit: %w", err))
+	}
+	if err := c.step("staged"); err != nil {
+		return 0, err
 	}
 	if _, err := txn.Commit(ctx); err != nil {
-		return 0, c.counted(fmt.Errorf("commit: %w", err))
+		return 0, c.counted(ctx, tbl, fmt.Errorf("commit: %w", err))
 	}
 	c.metrics.commits.WithLabelValues(resultOK).Inc()
 	c.log.Debug("committed", "table", tbl.Identifier(), "added", len(dfs), "removed", len(removes))
 	return len(dfs), nil
 }
 
-// counted counts a failed commit by its kind.
-func (c *Committer) counted(err error) error {
-	if errors.Is(err, table.ErrCommitFailed) {
+// errMoved marks a commit that failed because another committer moved the
+// table since it was loaded (a shared catalog): retried at once on the
+// table as it is now.
+var errMoved = errors.New("the table moved under the commit")
+
+// counted counts a failed commit by its kind: a conflict if the table
+// moved since tbl was loaded (catalogs word that differently: a failed
+// requirement, ErrCommitFailed, a 409), an error otherwise.
+func (c *Committer) counted(ctx context.Context, tbl *table.Table, err error) error {
+	if errors.Is(err, table.ErrCommitFailed) || c.moved(ctx, tbl) {
 		c.metrics.commits.WithLabelValues(resultConflict).Inc()
-	} else {
-		c.metrics.commits.WithLabelValues(resultError).Inc()
+		return fmt.Errorf("%w: %w", errMoved, err)
 	}
+	c.metrics.commits.WithLabelValues(resultError).Inc()
 	return err
+}
+
+// moved says whether the catalog's table is no longer tbl.
+func (c *Committer) moved(ctx context.Context, tbl *table.Table) bool {
+	fresh, err := c.cat.LoadTable(ctx, tbl.Identifier())
+	return err == nil && fresh.MetadataLocation() != tbl.MetadataLocation()
+}
+
+// Conflicts are retried at once, a few times, after a jittered backoff:
+// committers that collided do not collide again in step.
+const (
+	conflictRetries    = 5
+	conflictBackoff    = 50 * time.Millisecond
+	conflictBackoffMax = 2 * time.Second
+)
+
+// retryMoved runs f again while it fails because the table moved.
+func retryMoved(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if !errors.Is(err, errMoved) || attempt == conflictRetries {
+			return err
+		}
+		d := min(conflictBackoff<<attempt, conflictBackoffMax)
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(d))) + time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// onlyMoved says whether err is made only of conflicts: the catalog is
+// reachable and busy, not behind.
+func onlyMoved(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyMoved(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, errMoved)
 }
 
 // evolve adds to the table, as optional columns, the columns new files
@@ -628,7 +698,7 @@ func (c *Committer) addColumns(ctx context.Context, tbl *table.Table, cols []ice
 	}
 	next, err := txn.Commit(ctx)
 	if err != nil {
-		return nil, c.counted(fmt.Errorf("commit columns %v: %w", names, err))
+		return nil, c.counted(ctx, tbl, fmt.Errorf("commit columns %v: %w", names, err))
 	}
 	c.metrics.commits.WithLabelValues(resultOK).Inc()
 	c.log.Info("added columns to an Iceberg table", "table", tbl.Identifier(), "columns", names)
@@ -722,9 +792,9 @@ func (c *Committer) Settle(ctx context.Context, rel string, live, gone []upload.
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err = c.settle(ctx, id, prel, live, gone)
+	err = retryMoved(ctx, func() error { return c.settle(ctx, id, prel, live, gone) })
 	if ctx.Err() == nil {
-		c.setReady(err)
+		c.setReady(readiness(err))
 	}
 	return err
 }

@@ -332,3 +332,33 @@ func TestRequiredMapValuesReadWhole(t *testing.T) {
 	defer whole.Release()
 	assert.EqualValues(t, 10, whole.NumRows())
 }
+
+// TestCommittersCollide: another committer moves the table between this
+// one's staging and its commit (a shared catalog); the commit is refused,
+// counted as a conflict and retried at once on the table as it is now:
+// the pass succeeds, Ready stays nil, every file is in the table once.
+func TestCommittersCollide(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := e.hour(1)
+	a, b := rows(h, 5, 0, "api"), rows(h, 5, 10, "web")
+	e.write("cpu", h, "1.parquet", a, false)
+	require.NoError(t, e.committer(nil).Sync(ctx)) // the table exists
+	e.write("cpu", h, "2.parquet", b, false)
+	other := e.committer(nil)
+	collided := false
+	cm := e.committer(func(step string) error {
+		if step == "staged" && !collided {
+			collided = true
+			require.NoError(t, other.Sync(ctx))
+		}
+		return nil
+	})
+	require.NoError(t, cm.Sync(ctx))
+	assert.True(t, collided)
+	assert.NoError(t, cm.Ready())
+	assert.Equal(t, 1.0, testutil.ToFloat64(cm.metrics.commits.WithLabelValues(resultConflict)))
+	tbl := e.load("cpu")
+	assert.Equal(t, e.hiveFiles("cpu"), suffixes(livePaths(t, tbl)))
+	assert.Equal(t, concat(a, b), scan(t, tbl))
+}

@@ -14,8 +14,8 @@ import (
 )
 
 // TestCrashAtEveryStep stops the committer as a SIGKILL would after each
-// of its steps (links made and synced, table committed, snapshots
-// expired), lets the store go on (a compaction, retention) before a new
+// of its steps (links made and synced, commit staged, table committed,
+// snapshots expired), lets the store go on (a compaction, retention) before a new
 // committer starts on the same directory, and checks after every phase
 // that the table holds exactly the hive tree's files, each once, every
 // one of them readable, and reads back exactly the rows written.
@@ -80,7 +80,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 	t.Run("no crash", func(t *testing.T) {
 		scenario(t, func(s string) error { counts[s]++; return nil })
 	})
-	require.Equal(t, map[string]int{"linked": 4, "committed": 4, "expired": 3}, counts)
+	require.Equal(t, map[string]int{"linked": 4, "staged": 4, "committed": 4, "expired": 3}, counts)
 	for step, n := range counts {
 		for i := 1; i <= n; i++ {
 			t.Run(fmt.Sprintf("%s#%d", step, i), func(t *testing.T) {

@@ -32,7 +32,7 @@ func (c *Committer) upkeep(ctx context.Context, id tableID, tbl *table.Table) er
 			err = nil
 		}
 		if err != nil {
-			return c.counted(fmt.Errorf("commit expired snapshots: %w", err))
+			return c.counted(ctx, tbl, fmt.Errorf("commit expired snapshots: %w", err))
 		}
 		c.metrics.commits.WithLabelValues(resultOK).Inc()
 		tbl = next
