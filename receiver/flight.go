@@ -127,17 +127,23 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	if !arcflight.SameSchemaHeader(t.SchemaFrame, first.Header) || len(first.Body) > 0 {
+	schemaFrame, nanos := t.SchemaFrame, false
+	switch {
+	case len(first.Body) == 0 && arcflight.SameSchemaHeader(t.SchemaFrame, first.Header):
+	case len(first.Body) == 0 && arcflight.SameSchemaHeader(t.NanosSchemaFrame, first.Header):
+		// An exporter of an earlier build: its batches are stored in
+		// microseconds (the WAL keeps them as sent; replay converts too).
+		schemaFrame, nanos = t.NanosSchemaFrame, true
+	default:
 		return status.Errorf(codes.InvalidArgument,
 			"schema of the stream is not the %s table's schema (docs/SCHEMA.md; send batches built from it)", table)
 	}
-	schemaFrame := t.SchemaFrame
 	dec, err := arcflight.NewStreamDecoder(schemaFrame, s.Mem)
 	if err != nil {
 		return status.Errorf(codes.Internal, "%s table's schema: %v", table, err)
 	}
 	defer dec.Release()
-	if err := t.CheckSchema(dec.Schema()); err != nil {
+	if err := t.CheckSchema(schema.StoredSchema(dec.Schema())); err != nil {
 		return status.Errorf(codes.Internal, "%s table's schema frame: %v", table, err)
 	}
 	for seq := uint64(0); ; seq++ {
@@ -149,7 +155,7 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 			return err
 		}
 		arrived := time.Now()
-		rows, dup, err := s.put(ctx, database, t, schemaFrame, dec, fd, seq)
+		rows, dup, err := s.put(ctx, database, t, schemaFrame, dec, nanos, fd, seq)
 		if err != nil {
 			s.Metrics.batchOutcome(database, table, rows, len(fd.Body), arrived, false, err)
 			s.Log.Warn("batch rejected", "database", database, "table", table, "batch", seq, "error", err)
@@ -167,7 +173,7 @@ func (s *FlightServer) DoPut(stream flight.FlightService_DoPutServer) error {
 
 // put stores one batch and returns its row count (0 when it could not be
 // decoded) and whether the store dropped it as a copy of a stored batch.
-func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, dec *arcflight.StreamDecoder, fd *arcflight.PutMessage, seq uint64) (rows int, dup bool, err error) {
+func (s *FlightServer) put(ctx context.Context, database string, t *storage.Table, schemaFrame []byte, dec *arcflight.StreamDecoder, nanos bool, fd *arcflight.PutMessage, seq uint64) (rows int, dup bool, err error) {
 	if err := arcflight.CheckMessage(fd.Header, fd.Body); err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
@@ -176,6 +182,11 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 	rec, err := dec.Decode(payload[len(schemaFrame):])
 	if err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
+	}
+	if nanos {
+		stored := schema.StoredTimes(rec)
+		rec.Release()
+		rec = stored
 	}
 	defer rec.Release()
 	rows = int(rec.NumRows())

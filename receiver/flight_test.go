@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
@@ -283,4 +285,35 @@ func TestReadyChecks(t *testing.T) {
 	rec = newRecorder()
 	h.ServeHTTP(rec, mustRequest(t, PathReady))
 	assert.Contains(t, rec.Body.String(), "refused the credentials")
+}
+
+// TestDoPutStoresNanosecondStreamsOfEarlierExporters: an exporter of a
+// build before microsecond timestamps sends its tables with nanosecond
+// times; upgrading the sidecars first must not lose its batches. They are
+// acknowledged and stored in microseconds (the WAL keeps them as sent; its
+// replay converts them too: storage's
+// TestNanosecondRecordsOfEarlierBuildsReplay).
+func TestDoPutStoresNanosecondStreamsOfEarlierExporters(t *testing.T) {
+	f := newFixture(t)
+	rec, _ := storagetest.LogBatch(t, "old", t0, t0.Add(time.Second))
+	defer rec.Release()
+	ns := schema.TimesIn(rec, arrow.Nanosecond)
+	defer ns.Release()
+	acks, err := f.put(t, arcflight.Descriptor("default", "logs"), ns)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{0}, acks)
+	require.NoError(t, f.store.Flush())
+	files, err := filepath.Glob(filepath.Join(f.dir, "default", "logs", "date=2026-11-22", "hour=10", "*.parquet"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	rows, err := parquet.ReadFile[schema.LogRecord](files[0])
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	assert.Equal(t, []int64{t0.UnixMicro(), t0.Add(time.Second).UnixMicro()}, []int64{rows[0].Time, rows[1].Time})
+
+	// Anything else than the table's schema in either unit is refused.
+	ms := schema.TimesIn(rec, arrow.Millisecond)
+	defer ms.Release()
+	_, err = f.put(t, arcflight.Descriptor("default", "logs"), ms)
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
 }

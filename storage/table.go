@@ -27,7 +27,12 @@ type Table struct {
 	// SchemaFrame is the table's IPC schema message; streams are decoded
 	// with it (see arcflight.SchemaFrame).
 	SchemaFrame []byte
-	timeCol     int
+	// NanosSchemaFrame is the schema message of an OTLP table's streams
+	// from exporters of earlier builds, whose timestamps are nanoseconds:
+	// their batches are stored converted (schema.StoredTimes), so that an
+	// upgrade of the sidecars before the collectors loses nothing.
+	NanosSchemaFrame []byte
+	timeCol          int
 	// variant tells apart the schemas of one measurement table; OTLP
 	// tables have one schema and variant 0.
 	variant uint64
@@ -104,13 +109,14 @@ var tables = func() map[string]*Table {
 	for _, name := range schema.Names() {
 		st, _ := schema.Lookup(name)
 		m[name] = &Table{
-			Name:         st.Name,
-			Arrow:        st.Arrow,
-			Parquet:      st.Parquet,
-			BloomColumns: st.BloomColumns,
-			SortColumns:  st.SortColumns,
-			SchemaFrame:  arcflight.SchemaFrame(st.Arrow),
-			timeCol:      st.FieldIndex(schema.ColTime),
+			Name:             st.Name,
+			Arrow:            st.Arrow,
+			Parquet:          st.Parquet,
+			BloomColumns:     st.BloomColumns,
+			SortColumns:      st.SortColumns,
+			SchemaFrame:      arcflight.SchemaFrame(st.Arrow),
+			NanosSchemaFrame: arcflight.SchemaFrame(schema.SchemaTimesIn(st.Arrow, arrow.Nanosecond)),
+			timeCol:          st.FieldIndex(schema.ColTime),
 		}
 	}
 	return m

@@ -111,8 +111,12 @@ func StoredTimes(rec arrow.RecordBatch) arrow.RecordBatch { return TimesIn(rec, 
 
 // StoredSchema is s with its timestamps in TimestampUnit: the schema of
 // StoredTimes's records.
-func StoredSchema(s *arrow.Schema) *arrow.Schema {
-	fields, changed := fieldsIn(s.Fields(), TimestampUnit)
+func StoredSchema(s *arrow.Schema) *arrow.Schema { return SchemaTimesIn(s, TimestampUnit) }
+
+// SchemaTimesIn is s with its timestamps in unit: with arrow.Nanosecond,
+// the schema earlier builds wrote a table's records with.
+func SchemaTimesIn(s *arrow.Schema, unit arrow.TimeUnit) *arrow.Schema {
+	fields, changed := fieldsIn(s.Fields(), unit)
 	if !changed {
 		return s
 	}
