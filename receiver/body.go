@@ -60,7 +60,7 @@ const maxWholeGzip = 1 << 20
 const firstRead = 64 << 10
 
 // receive reads the request's body whole, growing its buffer as the body
-// arrives, each growth taken from the room for bodies (inflight.hold).
+// arrives, each growth taken from the room for bodies (inflight.room).
 func (h *MsgpackHandler) receive(w http.ResponseWriter, r *http.Request) (*body, error) {
 	maxBody, maxDecoded := h.MaxBodyBytes, h.MaxDecodedBytes
 	if maxBody <= 0 {
@@ -99,9 +99,13 @@ func (h *MsgpackHandler) receive(w http.ResponseWriter, r *http.Request) (*body,
 				b.done()
 				return nil, fail(http.StatusRequestEntityTooLarge, "body is over the limit of %d bytes", maxBody)
 			}
-			next := min(4*int64(cap(b.data)), maxBody+1)
+			next := min(4*int64(cap(b.data)), maxBody+1, b.f.budget)
 			if known {
 				next = min(next, r.ContentLength)
+			}
+			if next == int64(cap(b.data)) {
+				b.done()
+				return nil, fail(http.StatusRequestEntityTooLarge, "body takes more than the %d bytes of memory a request may take (-max-decoded-memory)", b.f.budget)
 			}
 			if err := b.grow(r.Context(), next, false); err != nil {
 				return nil, err
@@ -130,10 +134,11 @@ func (h *MsgpackHandler) receive(w http.ResponseWriter, r *http.Request) (*body,
 }
 
 // grow makes room for size bytes of body, taken from the room for bodies
-// first: the first room is waited for (in arrival order, holding
-// nothing), more only taken if free. A request that waited for more while
-// holding part of the room could wait for ever on others doing the same;
-// it is refused instead, to retry.
+// first, in arrival order. The first room is waited for as long as the
+// client waits, holding nothing; more is waited for at most roomWait: a
+// request that waits while holding part of the room could wait for ever
+// on others doing the same, so it gives up its room instead, and is told
+// to retry.
 func (b *body) grow(ctx context.Context, size int64, first bool) error {
 	if size > b.f.budget {
 		b.done()
@@ -143,9 +148,14 @@ func (b *body) grow(ctx context.Context, size int64, first bool) error {
 		if err := b.f.room.Acquire(ctx, size); err != nil {
 			return fail(http.StatusServiceUnavailable, "not stored: gave up waiting for room to receive the body: %v", err)
 		}
-	} else if !b.f.room.TryAcquire(size) {
-		b.done()
-		return fail(http.StatusServiceUnavailable, "not stored, retry: the bodies being received or waiting to be decoded fill their room of %d bytes", b.f.budget)
+	} else {
+		wait, cancel := context.WithTimeout(ctx, roomWait)
+		err := b.f.room.Acquire(wait, size)
+		cancel()
+		if err != nil {
+			b.done()
+			return fail(http.StatusServiceUnavailable, "not stored, retry: the bodies being received or waiting to be decoded filled their room of %d bytes for %s", b.f.budget, roomWait)
+		}
 	}
 	// A pooled buffer may be larger: only what was taken is used.
 	buf := bodies.get(int(size))
@@ -154,6 +164,9 @@ func (b *body) grow(ctx context.Context, size int64, first bool) error {
 	b.buf, b.data, b.held = buf, data, size
 	return nil
 }
+
+// roomWait is how long a body being received waits for more room.
+const roomWait = time.Second
 
 // charge moves the body from the room for bodies to the request's
 // budget, once it has been admitted to decode.
@@ -224,10 +237,11 @@ type stream struct {
 	close   func()
 }
 
-// stream starts reading the body decompressed.
-func (b *body) stream() (*stream, error) {
-	src := bytes.NewReader(b.data)
+// stream starts reading the body decompressed. A zstd decoder's window
+// and buffers are charged to budget until it is closed.
+func (b *body) stream(budget *arcmsgpack.Budget) (*stream, error) {
 	b.streamed = true
+	src := bytes.NewReader(b.data)
 	s := &stream{Reader: src, kind: b.kind, close: func() {}}
 	var r io.Reader
 	switch b.kind {
@@ -238,18 +252,51 @@ func (b *body) stream() (*stream, error) {
 		}
 		r, s.close = gz, func() { gzipReaders.Put(gz) }
 	case "zstd":
-		zd, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(uint64(b.maxDecoded)), zstd.WithDecoderMaxWindow(8<<20))
+		mem, err := zstdMemory(b.data)
 		if err != nil {
+			return nil, err
+		}
+		if err := budget.Charge(mem); err != nil {
+			return nil, decodeError(err)
+		}
+		zd, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(b.maxDecoded)), zstd.WithDecoderMaxWindow(maxZstdWindow))
+		if err != nil {
+			budget.Release(mem)
 			return nil, fail(http.StatusBadRequest, "zstd body: %v", err)
 		}
-		r, s.close = zd, zd.Close
+		r, s.close = zd, func() {
+			zd.Close()
+			budget.Release(mem)
+		}
 	default:
 		return s, nil
 	}
 	s.decoded = &capped{r: r, left: b.maxDecoded, limit: b.maxDecoded}
 	s.Reader = s.decoded
 	return s, nil
+}
+
+// maxZstdWindow is the largest zstd window a body may need, as a decoder
+// holds its window.
+const maxZstdWindow = 8 << 20
+
+// zstdDecoderBuffers is what a zstd decoder holds besides its window
+// (its block buffers and tables): about 1.2 MiB measured.
+const zstdDecoderBuffers = 1280 << 10
+
+// zstdMemory is what decoding a zstd body takes, from its first frame's
+// header: its window (a single-segment frame's content) and buffers.
+func zstdMemory(data []byte) (int64, error) {
+	var h zstd.Header
+	if err := h.Decode(data); err != nil {
+		return 0, fail(http.StatusBadRequest, "zstd body: %v", err)
+	}
+	window := h.WindowSize
+	if h.SingleSegment {
+		window = h.FrameContentSize
+	}
+	return int64(min(window, maxZstdWindow)) + zstdDecoderBuffers, nil
 }
 
 // fail turns a failure while decompressing into its answer: 413 past the
@@ -293,7 +340,8 @@ func inflateHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (out [
 	if claim < 0 || claim > maxDecoded || budget.Charge(charge) != nil {
 		return nil, nil, false
 	}
-	buf := decodedBodies.get(inflate.OutputSize(src, int(claim)))
+	// Sized for the claim, charged: decoding never grows it.
+	buf := decodedBodies.get(int(charge))
 	release = func() {
 		budget.Release(charge)
 		decodedBodies.put(buf)
@@ -332,9 +380,10 @@ func decodeHeld(src []byte, maxDecoded int64, budget *arcmsgpack.Budget) (ms []a
 
 // readBody reads the whole (decompressed) body, for decoders that need it
 // in one piece; it is charged to budget, and past it the answer is 413.
-// release gives it back once it has been decoded.
+// release gives it back once it has been decoded. A gzip body is
+// decompressed in one piece whatever its size: it is held whole anyway.
 func (h *MsgpackHandler) readBody(b *body, budget *arcmsgpack.Budget) (data []byte, release func(), err error) {
-	if b.whole {
+	if b.kind == "gzip" {
 		if out, release, ok := inflateHeld(b.data, b.maxDecoded, budget); ok {
 			return out, release, nil
 		}
@@ -342,45 +391,41 @@ func (h *MsgpackHandler) readBody(b *body, budget *arcmsgpack.Budget) (data []by
 	if b.kind == "" {
 		return b.data, func() {}, nil
 	}
-	s, err := b.stream()
+	s, err := b.stream(budget)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer s.close()
-	limit := budget.Limit() - budget.Used()
-	data, err = readAll(s, 0, limit)
+	data, err = readAll(s, budget)
 	if err := s.fail(err); err != nil {
+		if data != nil {
+			budget.Release(int64(cap(data)))
+		}
 		return nil, nil, err
 	}
-	if int64(len(data)) > limit {
-		return nil, nil, fail(http.StatusRequestEntityTooLarge, "body decodes to more than the %d bytes of memory a request may take", budget.Limit())
-	}
-	// readAll's buffer is at most twice what it holds.
-	charge := int64(cap(data))
-	if err := budget.Charge(charge); err != nil {
-		return nil, nil, decodeError(err)
-	}
-	return data, func() { budget.Release(charge) }, nil
+	return data, func() { budget.Release(int64(cap(data))) }, nil
 }
 
-// readAll reads up to limit+1 bytes (one more tells a reader past the
-// limit). The buffer is sized from hint (a Content-Length, at most limit)
-// when there is one and doubles otherwise, so reading n bytes allocates
-// under 2n plus the final buffer (io.ReadAll grows a large slice by a
-// quarter at a time).
-func readAll(r io.Reader, hint, limit int64) ([]byte, error) {
-	size := int64(512)
-	if hint > 0 && hint <= limit {
-		size = hint + 1 // room to see the end of the body without growing
+// readAll reads r whole into a buffer that doubles as it fills, each new
+// one charged to budget before it is allocated and the one it replaces
+// given back once copied: the budget counts both while both are held.
+// Past the budget it stops with 413. data, when not nil, is charged.
+func readAll(r io.Reader, budget *arcmsgpack.Budget) (data []byte, err error) {
+	const first = 64 << 10
+	if err := budget.Charge(first); err != nil {
+		return nil, decodeError(err)
 	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, 0, first)
 	for {
 		if len(buf) == cap(buf) {
-			if int64(len(buf)) > limit {
-				return buf, nil
+			size := min(2*int64(cap(buf)), budget.Limit()-budget.Used())
+			if size <= int64(cap(buf)) || budget.Charge(size) != nil {
+				budget.Release(int64(cap(buf)))
+				return nil, fail(http.StatusRequestEntityTooLarge, "body decodes to more than the %d bytes of memory a request may take (-max-decoded-memory)", budget.Limit())
 			}
-			next := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			next := make([]byte, len(buf), size)
 			copy(next, buf)
+			budget.Release(int64(cap(buf)))
 			buf = next
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])

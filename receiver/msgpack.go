@@ -153,7 +153,7 @@ func decodeBody(b *body, budget *arcmsgpack.Budget) ([]arcmsgpack.Measurement, e
 		}
 		return ms, nil
 	}
-	s, err := b.stream()
+	s, err := b.stream(budget)
 	if err != nil {
 		return nil, err
 	}

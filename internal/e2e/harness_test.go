@@ -28,7 +28,7 @@ var repoRoot = func() string {
 // tool finds a binary: an environment override, the repo's bin/ or .tools/,
 // then PATH. Missing binaries fail the test with the command that builds
 // them: CI runs make test, which builds and installs everything first.
-func tool(t *testing.T, env, name string) string {
+func tool(t testing.TB, env, name string) string {
 	t.Helper()
 	if p := os.Getenv(env); p != "" {
 		return p
@@ -46,7 +46,7 @@ func tool(t *testing.T, env, name string) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ type proc struct {
 	err  error
 }
 
-func start(t *testing.T, name, bin string, args ...string) *proc {
+func start(t testing.TB, name, bin string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
@@ -89,7 +89,7 @@ func start(t *testing.T, name, bin string, args ...string) *proc {
 	return p
 }
 
-func (p *proc) dump(t *testing.T) {
+func (p *proc) dump(t testing.TB) {
 	data, _ := os.ReadFile(p.log)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if len(lines) > 60 {
@@ -119,7 +119,7 @@ func (p *proc) stop(t *testing.T, timeout time.Duration) {
 	}
 }
 
-func waitHTTP(t *testing.T, url string, timeout time.Duration, p *proc) {
+func waitHTTP(t testing.TB, url string, timeout time.Duration, p *proc) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -146,7 +146,7 @@ type sidecar struct {
 	dataDir, grpc, http string
 }
 
-func startSidecar(t *testing.T, dataDir, grpcAddr, httpAddr string, extra ...string) *sidecar {
+func startSidecar(t testing.TB, dataDir, grpcAddr, httpAddr string, extra ...string) *sidecar {
 	t.Helper()
 	args := append([]string{"-data-dir", dataDir, "-grpc-addr", grpcAddr, "-http-addr", httpAddr}, extra...)
 	p := start(t, "arcstore", tool(t, "ARCSTORE_BIN", "arcstore"), args...)

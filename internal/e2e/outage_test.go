@@ -44,7 +44,7 @@ func TestSidecarOutage(t *testing.T) {
 const memoryLimiterMiB = 1024
 
 // peakRSS is a process's resident-memory high-water mark (VmHWM).
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t testing.TB, pid int) int64 {
 	t.Helper()
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	require.NoError(t, err)

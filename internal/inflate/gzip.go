@@ -14,6 +14,10 @@ var decompressors = sync.Pool{New: func() any { return new(decompressor) }}
 func (d *decompressor) reset(in, out []byte, limit int) {
 	d.in, d.pos, d.bits, d.nbits = in, 0, 0, 0
 	d.out, d.n, d.start, d.limit = out, 0, 0, limit
+	d.claim = 0
+	if c := ClaimedSize(in); c <= limit {
+		d.claim = c
+	}
 }
 
 // release returns d to the pool without the caller's memory.
@@ -89,7 +93,10 @@ func Gunzip(buf, src []byte, limit int) ([]byte, error) {
 // A member's trailer ends with its size (modulo 2^32): the last one's sizes
 // the output of the usual single-member body at once. A stream can claim
 // any size there, so the claim is trusted only up to a ratio real bodies
-// do not reach; past it the output grows as decoded.
+// do not reach; a stream that decodes past it has shown it is that
+// compressible, and its output grows to the claim (within the limit) at
+// once, not by doubling: the buffers a doubling leaves behind would add up
+// to the output again.
 func OutputSize(src []byte, limit int) int {
 	claim := ClaimedSize(src)
 	if claim < 0 {

@@ -240,6 +240,7 @@ type decompressor struct {
 	n     int
 	start int // where the member's output begins (a match may not reach before it)
 	limit int
+	claim int // the size the last trailer claims, when within limit
 
 	litLen, dist, codeLen table
 }
@@ -283,7 +284,8 @@ func (d *decompressor) alignToByte() {
 }
 
 // room makes room for need more output bytes within the limit, growing
-// the output (with room for the fast loop, the limit allowing).
+// the output (with room for the fast loop, the limit allowing): to the
+// claimed size when it holds them, else twice as large.
 func (d *decompressor) room(need int) error {
 	if d.n+need > d.limit {
 		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, d.limit)
@@ -292,6 +294,9 @@ func (d *decompressor) room(need int) error {
 		return nil
 	}
 	size := max(min(max(2*len(d.out), 4096), d.limit+Margin), d.n+need)
+	if d.claim >= d.n+need && d.claim+Margin > len(d.out) {
+		size = d.claim + Margin
+	}
 	out := make([]byte, size)
 	copy(out, d.out[:d.n])
 	d.out = out

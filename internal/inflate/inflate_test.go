@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -235,6 +236,26 @@ func TestGunzipLimitBoundsMemory(t *testing.T) {
 	got, err = inflate.Gunzip(nil, gzipped(t, data, gzip.BestSpeed), len(data))
 	require.NoError(t, err)
 	assert.Equal(t, len(data), len(got))
+}
+
+// TestGunzipGrowsOnceToTheClaim: a stream that decodes past what its
+// trailer's claim is trusted for at first grows its output to the claim
+// at once. Doubling from there left buffers behind that added up to the
+// output again (a 60 MiB body took 150 MiB).
+func TestGunzipGrowsOnceToTheClaim(t *testing.T) {
+	const size = 16 << 20
+	src := gzipped(t, make([]byte, size), gzip.BestCompression) // about 16 KB
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, err := inflate.Gunzip(nil, src, 64<<20)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Len(t, got, size)
+	first := inflate.OutputSize(src, 64<<20)
+	assert.Less(t, first, size/16, "the claim is not trusted at first")
+	assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(first+size+inflate.Margin+64<<10),
+		"allocated the first buffer and the claim, nothing between")
 }
 
 func TestGunzipUsesTheBufferGiven(t *testing.T) {
