@@ -133,6 +133,9 @@ func summary(rep *report.Report) string {
 			fmt.Fprintf(&b, "  durable-ack p50 %.1f p99 %.1f ms", ph.AckLatency.P50, ph.AckLatency.P99)
 		}
 		b.WriteString("\n")
+		if bd := ph.Breakdown; bd != nil {
+			fmt.Fprintf(&b, "  request mean = collector + Flight transfer + durable ack: %s ms; WAL commit %.2f ms, %.2f batches each\n", bd.Split(), bd.CommitMS, bd.GroupBatches)
+		}
 		for _, table := range slices.Sorted(maps.Keys(ph.Payload)) {
 			p := ph.Payload[table]
 			fmt.Fprintf(&b, "  payloads %-8s %d distinct batches of %d rows, each row sent %.2f times on average\n", table, p.Distinct, p.Rows, p.Repeats(ph.Acked[table]))

@@ -103,6 +103,20 @@ func (r *Report) summary(b *strings.Builder, phases []*Phase) {
 		}
 		return pct4(ph.AckLatency)
 	})
+	if slices.ContainsFunc(phases, func(ph *Phase) bool { return ph.Breakdown != nil }) {
+		row("request mean = collector + Flight transfer + durable ack (ms)", func(ph *Phase) string {
+			if ph.Breakdown == nil {
+				return "n/a"
+			}
+			return ph.Breakdown.Split()
+		})
+		row("WAL commit mean (ms) / batches per commit", func(ph *Phase) string {
+			if ph.Breakdown == nil {
+				return "n/a"
+			}
+			return fmt.Sprintf("%s / %s", ms(ph.Breakdown.CommitMS), ms(ph.Breakdown.GroupBatches))
+		})
+	}
 	for _, name := range procNames(phases) {
 		row(name+": CPU s / peak RSS", func(ph *Phase) string {
 			u, ok := ph.Procs[name]
@@ -260,6 +274,13 @@ func ms(f Float) string {
 		return fmt.Sprintf("%.2f", float64(f))
 	}
 	return fmt.Sprintf("%.0f", float64(f))
+}
+
+// Split writes the request's mean as the sum of its parts: the collector's
+// own (request minus put), the Flight transfer (put minus ack) and the
+// sidecar's durable ack.
+func (b *Breakdown) Split() string {
+	return fmt.Sprintf("%s = %s + %s + %s", ms(b.RequestMS), ms(b.RequestMS-b.PutMS), ms(b.PutMS-b.AckMS), ms(b.AckMS))
 }
 
 func pct4(p Percentiles) string {

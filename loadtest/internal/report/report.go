@@ -65,6 +65,37 @@ func Exact(lat []time.Duration) Percentiles {
 	return Percentiles{at(0.50), at(0.95), at(0.99), at(0.999)}
 }
 
+// Mean is the mean of a set of latencies in milliseconds; NaN when there
+// is none.
+func Mean(lat []time.Duration) Float {
+	if len(lat) == 0 {
+		return Float(math.NaN())
+	}
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	return Float(float64(sum) / float64(len(lat)) / float64(time.Millisecond))
+}
+
+// Breakdown is where an OTLP request's time went, as means over the phase
+// (means add up where percentiles do not), each stage inside the one
+// before: the request at the sender; the exporter's Flight put of a
+// push's batches, first write to last acknowledgement
+// (otelcol_exporter_arc_put_duration); the sidecar's durable ack of a
+// batch, arrival to ack (arcstore_ack_duration_seconds); one WAL group
+// commit, write and fsync (arcstore_wal_fsync_duration_seconds), and the
+// batches it carried. Request minus put is the collector's own part
+// (receiving, the queue and batcher, conversion, answering); put minus ack
+// is the Flight transfer both ways and the sidecar's gRPC hand-offs.
+type Breakdown struct {
+	RequestMS    Float `json:"request_mean_ms"`
+	PutMS        Float `json:"put_mean_ms"`
+	AckMS        Float `json:"ack_mean_ms"`
+	CommitMS     Float `json:"commit_mean_ms"`
+	GroupBatches Float `json:"commit_batches_mean"`
+}
+
 // Sample is one progress interval.
 type Sample struct {
 	At     float64 `json:"t_s"`
@@ -107,13 +138,15 @@ type Phase struct {
 	// Rate is the phase's result in items per second: for the ceiling the
 	// acknowledged items over the send time; for ours the rows found in
 	// Parquet over send plus drain time.
-	Rate        float64                `json:"rate_per_s"`
-	Achievement float64                `json:"achievement"`
-	Latency     Percentiles            `json:"latency"`
-	AckLatency  Percentiles            `json:"ack_latency"`
-	Procs       map[string]stack.Usage `json:"processes"`
-	Loss        []loss.Table           `json:"loss,omitempty"`
-	Samples     []Sample               `json:"samples"`
+	Rate        float64     `json:"rate_per_s"`
+	Achievement float64     `json:"achievement"`
+	Latency     Percentiles `json:"latency"`
+	AckLatency  Percentiles `json:"ack_latency"`
+	// Breakdown is set for an OTLP phase through the arc exporter.
+	Breakdown *Breakdown             `json:"breakdown,omitempty"`
+	Procs     map[string]stack.Usage `json:"processes"`
+	Loss      []loss.Table           `json:"loss,omitempty"`
+	Samples   []Sample               `json:"samples"`
 }
 
 // Items sums acknowledged items.

@@ -61,6 +61,23 @@ func TestMarkdownStatesRatioLossAndProcesses(t *testing.T) {
 // TestMarkdownComparesArcProtocolServers: what a side-by-side of two Arc
 // write APIs needs: acked and stored rates, push-backs, CPU per stored
 // row, bytes per row, the payload's weight.
+// TestMarkdownBreaksDownTheRequest: the request's mean is split into the
+// collector's part, the Flight transfer and the durable ack, which add up
+// to it; a ceiling has no such parts.
+func TestMarkdownBreaksDownTheRequest(t *testing.T) {
+	r := sampleReport()
+	r.Arc.Breakdown = &Breakdown{RequestMS: 12.5, PutMS: 9.25, AckMS: 4, CommitMS: 2.5, GroupBatches: 1.5}
+	md := r.Markdown()
+	assert.Contains(t, md, "| request mean = collector + Flight transfer + durable ack (ms) | n/a | 12 = 3.25 + 5.25 + 4.00 |")
+	assert.Contains(t, md, "| WAL commit mean (ms) / batches per commit | n/a | 2.50 / 1.50 |")
+	assert.NotContains(t, sampleReport().Markdown(), "request mean =", "no breakdown, no row")
+}
+
+func TestMeanLatency(t *testing.T) {
+	assert.True(t, math.IsNaN(float64(Mean(nil))))
+	assert.InDelta(t, 2.5, float64(Mean([]time.Duration{time.Millisecond, 4 * time.Millisecond})), 1e-9)
+}
+
 func TestMarkdownComparesArcProtocolServers(t *testing.T) {
 	r := sampleReport()
 	r.Ceiling = nil

@@ -292,6 +292,9 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 	}
 	ph.AckLatency = ackPercentiles(last.sidecar, w.first.sidecar)
 	r.counts(l, w, last, ph)
+	if export == stack.ExportArc && l.rec != nil && last.collector.Has(metricPutDuration) {
+		ph.Breakdown = breakdown(last, w.first, l.rec.Total().Latencies)
+	}
 	if tgt.stack != nil {
 		flushStart := time.Now()
 		stopErr := tgt.stack.Stop()

@@ -22,6 +22,8 @@ const (
 	metricRowsStored    = "arcstore_rows_stored_total"
 	metricAckDuration   = "arcstore_ack_duration_seconds"
 	metricFsyncDuration = "arcstore_wal_fsync_duration_seconds"
+	metricGroupBatches  = "arcstore_wal_group_batches"
+	metricPutDuration   = "otelcol_exporter_arc_put_duration"
 )
 
 // itemName is the collector's name for a signal's items in its metrics.
@@ -184,6 +186,27 @@ func ackPercentiles(now, before scrape.Snapshot) report.Percentiles {
 	h := now.Histogram(metricAckDuration, nil).Sub(before.Histogram(metricAckDuration, nil))
 	ms := func(q float64) report.Float { return report.Float(1000 * h.Quantile(q)) }
 	return report.Percentiles{P50: ms(0.5), P95: ms(0.95), P99: ms(0.99), P999: ms(0.999)}
+}
+
+// breakdown reads the means of the stages of a request between two
+// points: the collector's Flight puts and the sidecar's acks and commits.
+func breakdown(now, before point, requests []time.Duration) *report.Breakdown {
+	mean := func(h scrape.Hist, scale float64) report.Float {
+		if h.Count <= 0 {
+			return report.Float(math.NaN())
+		}
+		return report.Float(scale * h.Sum / h.Count)
+	}
+	hist := func(now, before scrape.Snapshot, name string) scrape.Hist {
+		return now.Histogram(name, nil).Sub(before.Histogram(name, nil))
+	}
+	return &report.Breakdown{
+		RequestMS:    report.Mean(requests),
+		PutMS:        mean(hist(now.collector, before.collector, metricPutDuration), 1000),
+		AckMS:        mean(hist(now.sidecar, before.sidecar, metricAckDuration), 1000),
+		CommitMS:     mean(hist(now.sidecar, before.sidecar, metricFsyncDuration), 1000),
+		GroupBatches: mean(hist(now.sidecar, before.sidecar, metricGroupBatches), 1),
+	}
 }
 
 func (w *watcher) line(s report.Sample) string {
