@@ -55,7 +55,7 @@ var (
 //     exporterhelper refuses with storage) and the batcher (which breaks
 //     exactly once after a crash, see persistentBatching) are off unless
 //     set.
-//   - batch_size sizes the queue's batches too, unless
+//   - batch_size caps the queue's batches too (max_size), unless
 //     sending_queue::batch sets sizes of its own. Without it a batch_size
 //     above the queue's default of 1000 items would have no effect: every
 //     request would hold at most 1000 rows, so every Arrow batch would too.
@@ -85,8 +85,7 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	if !q.Batch.HasValue() || q.Batch.Get().Sizer != exporterhelper.RequestSizerTypeItems {
 		return nil
 	}
-	b := q.Batch.Get()
-	b.MinSize, b.MaxSize = int64(c.BatchSize), int64(c.BatchSize)
+	q.Batch.Get().MaxSize = int64(c.BatchSize)
 	return nil
 }
 

@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 			require.True(t, c.QueueConfig.HasValue())
 			q := c.QueueConfig.Get()
 			require.True(t, q.Batch.HasValue())
-			assert.EqualValues(t, 1000, q.Batch.Get().MinSize)
+			assert.Zero(t, q.Batch.Get().MinSize, "a request never waits for others")
 			assert.EqualValues(t, 1000, q.Batch.Get().MaxSize)
 		}},
 		{id: component.NewIDWithName(metadata.Type, "custom"), check: func(t *testing.T, c *Config) {
@@ -53,14 +53,14 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{id: component.NewIDWithName(metadata.Type, "big_batches"), check: func(t *testing.T, c *Config) {
 			b := c.QueueConfig.Get().Batch.Get()
-			assert.EqualValues(t, 5000, b.MinSize)
+			assert.Zero(t, b.MinSize)
 			assert.EqualValues(t, 5000, b.MaxSize)
 		}},
 		{id: component.NewIDWithName(metadata.Type, "own_queue_batches"), check: func(t *testing.T, c *Config) {
 			b := c.QueueConfig.Get().Batch.Get()
 			assert.Equal(t, 5000, c.BatchSize)
-			assert.EqualValues(t, 1000, b.MinSize, "the queue's own min_size is kept")
-			assert.EqualValues(t, 20000, b.MaxSize)
+			assert.Zero(t, b.MinSize)
+			assert.EqualValues(t, 20000, b.MaxSize, "the queue's own max_size is kept")
 		}},
 		{id: component.NewIDWithName(metadata.Type, "invalid"), invalid: []error{errNoEndpoint, errBatchSize, errBadDatabase}},
 	}

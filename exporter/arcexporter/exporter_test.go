@@ -382,7 +382,8 @@ func TestRetryCompletesWithoutDuplicates(t *testing.T) {
 }
 
 // TestQueuedPushesDrainOnShutdown runs the default configuration, queue and
-// batcher included: small requests are merged and all arrive.
+// batcher included: every request arrives, in batches of at most
+// batch_size.
 func TestQueuedPushesDrainOnShutdown(t *testing.T) {
 	fake, addr := startFake(t)
 	cfg := createDefaultConfig().(*Config)
@@ -399,6 +400,40 @@ func TestQueuedPushesDrainOnShutdown(t *testing.T) {
 	assert.EqualValues(t, pushes*spans, fake.rowsOf("default/traces"))
 	for _, rows := range fake.batchesOf("default/traces") {
 		assert.LessOrEqual(t, rows, int64(defaultBatchSize))
+	}
+}
+
+// TestSmallRequestIsNotHeldForCompany: with the default queue a client's
+// request is answered once its rows are acknowledged, so a request smaller
+// than batch_size must go out at once rather than wait for others to fill
+// a batch. With a flush_timeout of an hour, a request held for company
+// would outlive the test's deadline. A request larger than batch_size is
+// cut into batches of at most batch_size, all acknowledged before the
+// answer.
+func TestSmallRequestIsNotHeldForCompany(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		spans int
+		want  []int64
+	}{
+		{"an OTel SDK's batch of 512 spans", 512, []int64{512}},
+		{"a single span", 1, []int64{1}},
+		{"more than batch_size", 2500, []int64{500, 1000, 1000}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake, addr := startFake(t)
+			cfg := createDefaultConfig().(*Config)
+			cfg.Endpoint = addr
+			cfg.TLS.Insecure = true
+			cfg.QueueConfig.Get().Batch.Get().FlushTimeout = time.Hour
+			exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			require.NoError(t, exp.ConsumeTraces(ctx, otlparrowtest.RealisticTraces(tt.spans)))
+			got := fake.batchesOf("default/traces")
+			slices.Sort(got)
+			assert.Equal(t, tt.want, got)
+		})
 	}
 }
 
