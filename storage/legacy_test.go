@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 // writeLegacyFile writes rec as builds before this one did
@@ -277,4 +280,51 @@ func fileSchemas(t *testing.T, path string) string {
 		walk(f.Name, f.Type)
 	}
 	return columns + "\n" + as.String() + "\n" + strings.Join(nullability, "\n")
+}
+
+// tokenSink records each write's token and time column type.
+type tokenSink struct {
+	mu     sync.Mutex
+	tokens []string
+	types  []string
+}
+
+func (s *tokenSink) Name() string { return "fake" }
+func (s *tokenSink) Close() error { return nil }
+func (s *tokenSink) Write(_ context.Context, w SinkWrite) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens = append(s.tokens, w.Token)
+	for _, r := range w.Records {
+		s.types = append(s.types, r.Schema().Field(0).Type.String())
+	}
+	return nil
+}
+
+// TestSinkSendsEarlierBuildsRecordsUnderTheirTokens: a WAL segment an
+// earlier build wrote (a measurement in nanoseconds) goes to a sink in
+// microseconds, under the token that build gave it (its schema's
+// variant), so a destination that already has it drops the repeat.
+func TestSinkSendsEarlierBuildsRecordsUnderTheirTokens(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
+	seq := s.wal.Seq()
+	s.crash()
+	_, cpu, _ := cpuBatchAt(t, 3, false, t0)
+	defer cpu.Release()
+	ns := schema.TimesIn(cpu, arrow.Nanosecond)
+	defer ns.Release()
+	ipc := storagetest.IPC(t, ns)
+	head := appendBatchHeader([]byte{payloadVersion, 1, 0, 0, 0}, "default", "cpu", NoDedup, len(ipc))
+	require.NoError(t, os.WriteFile(seg, wal.Frame(head, ipc), 0o644))
+
+	sink := &tokenSink{}
+	s = openWithSink(t, dir, nil, sink, Options{})
+	require.NoError(t, s.Close())
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	require.Len(t, sink.tokens, 1)
+	assert.Equal(t, fmt.Sprintf("arcstore-%s-%d-default-cpu-%x-0", s.sidecarID, seq, variantOf(ns.Schema())), sink.tokens[0])
+	assert.Equal(t, []string{schema.TimestampType.String()}, sink.types, "sent in microseconds")
 }
