@@ -13,6 +13,11 @@ DUCKDB_VERSION := 1.5.6
 PYARROW_VERSION := 22.0.0
 POLARS_VERSION := 2.1.0
 PYSPARK_VERSION := 4.1.4
+# The jars Spark reads the Iceberg tables with, and the plugin that copies
+# them from Maven Central.
+ICEBERG_SPARK_RUNTIME := org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0
+SQLITE_JDBC := org.xerial:sqlite-jdbc:3.54.1.0
+MAVEN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 CHDB_VERSION := 26.9.0
 VERSITYGW_VERSION := v1.8.0
 TELEGRAF_VERSION := v1.37.2
@@ -23,6 +28,7 @@ DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
 POLARS      := $(TOOLS)/polars/polars
 PYSPARK     := $(TOOLS)/spark/pyspark
+SPARK_JARS  := $(TOOLS)/spark-jars/.installed
 CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
 TELEGRAF    := $(TOOLS)/telegraf
@@ -70,7 +76,8 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG)
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG) \
+	$(SPARK_JARS)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -117,6 +124,20 @@ $(POLARS):
 # It runs on the machine's Java 17; no Maven artifact is needed for it.
 $(PYSPARK):
 	python3 -m pip install --quiet --target $(TOOLS)/spark pyspark==$(PYSPARK_VERSION)
+
+# Iceberg's Spark runtime and the SQLite JDBC driver, which Spark reads the
+# sidecar's Iceberg tables with through its JDBC catalog (docs/LAKE.md):
+# about 60 MB from Maven Central, under a minute. Maven's local repository
+# is a throwaway one under .tools, so what ~/.m2 holds (or that it is
+# absent) makes no difference.
+$(SPARK_JARS):
+	rm -rf $(TOOLS)/spark-jars $(TOOLS)/m2
+	for a in $(ICEBERG_SPARK_RUNTIME) $(SQLITE_JDBC); do \
+		mvn -B -q -Dmaven.repo.local=$(TOOLS)/m2 $(MAVEN_DEPENDENCY_PLUGIN):copy \
+			-Dartifact=$$a -DoutputDirectory=$(TOOLS)/spark-jars || exit 1; \
+	done
+	rm -rf $(TOOLS)/m2
+	touch $@
 
 # ClickHouse 26.9 embedded in chdb-core: the tests run docs/QUERIES.md's
 # ClickHouse queries with it, and tools/chserver.py serves it over the
@@ -173,7 +194,8 @@ COLLECTOR_GOGC ?= 400
 # ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3, ARC_REQUIRE_TELEGRAF,
 # ARC_REQUIRE_SPARK: the ClickHouse, object-storage, Telegraf and Spark
 # tests fail, not skip, when their server or client is missing (make tools
-# installs them; Spark also needs the machine's Java 17; CI must run them).
+# installs them, Spark's jars with the machine's Maven; Spark also needs
+# the machine's Java 17; CI must run them).
 test: tools build engine
 	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 ARC_REQUIRE_SPARK=1 $(GO) test -race -count=1 -timeout 20m ./...
 

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -36,38 +37,61 @@ var lakeTables = map[string]string{"traces": "events", "logs": "", "events": "",
 // either side of it.
 var lakeCut = otlparrowtest.Base.Add(5 * time.Millisecond).UnixMicro()
 
-// writeLakeStory sends the contract's generators (span events and links,
-// exemplars, every metric type, times with nanoseconds) through the real
-// collector and sidecar over OTLP, and an Arc measurement over three hours
-// in nanoseconds to the sidecar, then stops both: a tree the binaries
-// wrote, for the engines to read.
+// writeLakeStory sends the lake story (sendLakeStory) through the real
+// collector and sidecar, then stops both: a tree the binaries wrote, for
+// the engines to read.
 func writeLakeStory(t *testing.T) string {
 	t.Helper()
 	s := startStack(t)
-	conn, err := grpc.NewClient(s.collector.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	sendLakeStory(t, s.collector, s.sidecar)
+	s.collector.waitDrained(t, 60*time.Second)
+	s.sidecar.stop(t, 30*time.Second)
+	return s.sidecar.dataDir
+}
+
+// sendLakeStory sends the contract's generators (span events and links,
+// exemplars, every metric type, times with nanoseconds) to the collector
+// over OTLP, and an Arc measurement over three hours in nanoseconds to the
+// sidecar.
+func sendLakeStory(t *testing.T, col *collector, sc *sidecar) {
+	t.Helper()
+	sendTraces(t, col, otlparrowtest.Traces(otlparrowtest.Sent, 10))
+	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(otlparrowtest.Traces(otlparrowtest.Sent, 10)))
-	require.NoError(t, err)
 	_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(otlparrowtest.Logs(otlparrowtest.Sent, 10)))
 	require.NoError(t, err)
 	_, err = pmetricotlp.NewGRPCClient(conn).Export(ctx, pmetricotlp.NewExportRequestFromMetrics(otlparrowtest.Metrics(otlparrowtest.Sent, 10)))
 	require.NoError(t, err)
+	postCPU(t, sc, 123, "h0", "h1")
+}
 
+// sendTraces exports td to the collector over OTLP gRPC.
+func sendTraces(t *testing.T, col *collector, td ptrace.Traces) {
+	t.Helper()
+	conn, err := grpc.NewClient(col.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+	require.NoError(t, err)
+}
+
+// postCPU posts six rows of the Arc measurement cpu, one every 20 minutes
+// from otlparrowtest.Base plus ns nanoseconds, on the hosts in turn.
+func postCPU(t *testing.T, sc *sidecar, ns int, hosts ...string) {
+	t.Helper()
 	var times []int64
-	var hosts []string
+	var names []string
 	for i := range 6 {
-		times = append(times, otlparrowtest.Base.Add(time.Duration(i)*20*time.Minute+123).UnixNano())
-		hosts = append(hosts, fmt.Sprintf("h%d", i%2))
+		times = append(times, otlparrowtest.Base.Add(time.Duration(i)*20*time.Minute+time.Duration(ns)).UnixNano())
+		names = append(names, hosts[i%len(hosts)])
 	}
-	body := pack(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": times, "host": hosts, "usage": []float64{1, 2, 3, 4, 5, 6}}})
-	require.Equal(t, http.StatusNoContent, post(t, "http://"+s.sidecar.http+"/api/v1/write/msgpack", body, nil))
-
-	s.collector.waitDrained(t, 60*time.Second)
-	s.sidecar.stop(t, 30*time.Second)
-	return s.sidecar.dataDir
+	body := pack(t, map[string]any{"m": "cpu", "columns": map[string]any{"time": times, "host": names, "usage": []float64{1, 2, 3, 4, 5, 6}}})
+	require.Equal(t, http.StatusNoContent, post(t, "http://"+sc.http+"/api/v1/write/msgpack", body, nil))
 }
 
 // lakeStats are, per table, the rows, the rows at or after lakeCut, the
