@@ -167,20 +167,19 @@ func msgpackColumns(t testing.TB, size int) []byte {
 	return payload(t, map[string]any{"m": "big", "columns": map[string]any{"time": times, "value": values}})
 }
 
-// TestConcurrentLargeBodiesStayWithinTheBound is the regression test of
-// issue 31 item 4: what the write requests in progress hold must be what
-// their budgets count, for every kind of body at once, so that the bound
-// (three budgets decoding, one of bodies received) bounds the heap. A
-// gzip body decompressed whole was copied while its charged buffer was
-// held, and grew by doubling past what was charged; streamed bodies read
-// whole doubled uncharged; the copy of a request's columns for the WAL
-// was not charged at all. Each kind is sent by several clients at once,
-// at sizes that fit the budget and that do not; the store refuses what
-// would be buffered (its buffer is tiny), so what the heap holds is the
-// requests'. The collector runs at GOGC=10, so the live heap is measured
-// often.
+// TestConcurrentLargeBodiesStayWithinTheBound guards issue 31 item 4:
+// what the write requests in progress hold must be what their budgets
+// count, for every kind of body at once, so that the bound (three budgets
+// decoding, one of bodies received) bounds the live heap. Each kind is
+// sent by several clients at once, at sizes that fit the budget and that
+// do not; the store refuses what would be buffered (its buffer is tiny),
+// so what the heap holds is the requests'. The collector runs at GOGC=10,
+// so the live heap is measured often. (Sampled at collections, it misses
+// copies that live for a moment: the allocation tests of each path, and
+// BenchmarkPeakRSS with the real binary, tell the fix from the code before
+// it.)
 func TestConcurrentLargeBodiesStayWithinTheBound(t *testing.T) {
-	const budget = 8 << 20
+	const budget = 16 << 20
 	dir := t.TempDir()
 	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, MaxBufferBytes: 64 << 10})
 	require.NoError(t, err)
@@ -191,8 +190,8 @@ func TestConcurrentLargeBodiesStayWithinTheBound(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	small, large := lineProtocolText(3<<20), lineProtocolText(7<<20)
-	fits, over := msgpackColumns(t, 3<<20), msgpackColumns(t, 7<<20)
+	small, large := lineProtocolText(6<<20), lineProtocolText(14<<20)
+	fits, over := msgpackColumns(t, 6<<20), msgpackColumns(t, 14<<20)
 	bodies := []struct {
 		name, path string
 		body       []byte
@@ -237,10 +236,10 @@ func TestConcurrentLargeBodiesStayWithinTheBound(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	held := int64(<-peak) - int64(base.HeapAlloc)
-	// Four budgets (three decoding, one of bodies), and 8 MiB for what
-	// the requests hold uncharged (connections, readers, pooled buffers).
-	// Before the fix: 44-51 MiB.
-	bound := int64(4*budget + 8<<20)
+	// Four budgets (three decoding, one of bodies), and a quarter more
+	// for what the requests hold uncharged (connections, readers, pooled
+	// buffers) and what the samples miss: 57-69 MiB measured.
+	bound := int64(5 * budget)
 	assert.Less(t, held, bound, "the write requests held %d MiB", held>>20)
 	t.Logf("%d requests of %d kinds at once held at most %d MiB of heap (bound %d MiB)", len(bodies)*clients*rounds, len(bodies), held>>20, bound>>20)
 }
