@@ -18,6 +18,10 @@ PYSPARK_VERSION := 4.1.4
 ICEBERG_SPARK_RUNTIME := org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0
 SQLITE_JDBC := org.xerial:sqlite-jdbc:3.54.1.0
 MAVEN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# DuckDB with its iceberg extension: the extension wheels are built for
+# this DuckDB release only.
+DUCKDB_ICEBERG_VERSION := 1.4.4
+DUCKDB_EXT_VERSION := 1.4.4.20260205
 CHDB_VERSION := 26.9.0
 VERSITYGW_VERSION := v1.8.0
 TELEGRAF_VERSION := v1.37.2
@@ -29,6 +33,7 @@ PYARROW     := $(TOOLS)/py/pyarrow
 POLARS      := $(TOOLS)/polars/polars
 PYSPARK     := $(TOOLS)/spark/pyspark
 SPARK_JARS  := $(TOOLS)/spark-jars/.installed
+DUCKDB_ICEBERG := $(TOOLS)/duckdb-iceberg/.installed
 CHDB        := $(TOOLS)/chdb/chdb
 VERSITYGW   := $(TOOLS)/versitygw
 TELEGRAF    := $(TOOLS)/telegraf
@@ -77,7 +82,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
 tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG) \
-	$(SPARK_JARS)
+	$(SPARK_JARS) $(DUCKDB_ICEBERG)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -139,6 +144,16 @@ $(SPARK_JARS):
 	rm -rf $(TOOLS)/m2
 	touch $@
 
+# DuckDB 1.4.4 (the Python package, beside the 1.5 CLI above) with the
+# iceberg and avro extensions from their PyPI wheels: `INSTALL iceberg`
+# downloads from DuckDB's own site, which make test may not reach, so the
+# tests LOAD the files the wheels carry (docs/LAKE.md).
+$(DUCKDB_ICEBERG):
+	rm -rf $(TOOLS)/duckdb-iceberg
+	python3 -m pip install --quiet --no-deps --target $(TOOLS)/duckdb-iceberg duckdb==$(DUCKDB_ICEBERG_VERSION) \
+		duckdb-ext-iceberg==$(DUCKDB_EXT_VERSION) duckdb-ext-avro==$(DUCKDB_EXT_VERSION)
+	touch $@
+
 # ClickHouse 26.9 embedded in chdb-core: the tests run docs/QUERIES.md's
 # ClickHouse queries with it, and tools/chserver.py serves it over the
 # native and HTTP protocols.
@@ -192,12 +207,14 @@ run: build $(TELEMETRYGEN) $(DUCKDB)
 COLLECTOR_GOGC ?= 400
 
 # ARC_REQUIRE_CLICKHOUSE, ARC_REQUIRE_S3, ARC_REQUIRE_TELEGRAF,
-# ARC_REQUIRE_SPARK: the ClickHouse, object-storage, Telegraf and Spark
-# tests fail, not skip, when their server or client is missing (make tools
-# installs them, Spark's jars with the machine's Maven; Spark also needs
-# the machine's Java 17; CI must run them).
+# ARC_REQUIRE_SPARK, ARC_REQUIRE_DUCKDB_ICEBERG: the ClickHouse,
+# object-storage, Telegraf, Spark and DuckDB iceberg tests fail, not skip,
+# when their server or client is missing (make tools installs them,
+# Spark's jars with the machine's Maven; Spark also needs the machine's
+# Java 17; CI must run them).
 test: tools build engine
-	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 ARC_REQUIRE_SPARK=1 $(GO) test -race -count=1 -timeout 20m ./...
+	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 ARC_REQUIRE_SPARK=1 \
+		ARC_REQUIRE_DUCKDB_ICEBERG=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 # A Docker engine for TestDockerCompose: with DOCKER=install (or CI=true)
 # installed and started as root on Debian; otherwise only one already
