@@ -396,7 +396,7 @@ func (h *MsgpackHandler) readBody(b *body, budget *arcmsgpack.Budget) (data []by
 		return nil, nil, err
 	}
 	defer s.close()
-	data, err = readAll(s, budget)
+	data, err = readAll(s, contentSize(b), budget)
 	if err := s.fail(err); err != nil {
 		if data != nil {
 			budget.Release(int64(cap(data)))
@@ -406,12 +406,26 @@ func (h *MsgpackHandler) readBody(b *body, budget *arcmsgpack.Budget) (data []by
 	return data, func() { budget.Release(int64(cap(data))) }, nil
 }
 
-// readAll reads r whole into a buffer that doubles as it fills, each new
-// one charged to budget before it is allocated and the one it replaces
-// given back once copied: the budget counts both while both are held.
-// Past the budget it stops with 413. data, when not nil, is charged.
-func readAll(r io.Reader, budget *arcmsgpack.Budget) (data []byte, err error) {
-	const first = 64 << 10
+// contentSize is the size a zstd body's first frame says it decompresses
+// to (the zstd tool writes it when it knows it), 0 when unknown.
+func contentSize(b *body) int64 {
+	var h zstd.Header
+	if b.kind != "zstd" || h.Decode(b.data) != nil || !h.HasFCS {
+		return 0
+	}
+	return int64(min(h.FrameContentSize, uint64(b.maxDecoded)))
+}
+
+// readAll reads r whole into a buffer of hint bytes (and one more to see
+// the end), or that doubles as it fills, each new one charged to budget
+// before it is allocated and the one it replaces given back once copied:
+// the budget counts both while both are held. Past the budget it stops
+// with 413. data, when not nil, is charged.
+func readAll(r io.Reader, hint int64, budget *arcmsgpack.Budget) (data []byte, err error) {
+	first := int64(64 << 10)
+	if hint > 0 {
+		first = hint + 1
+	}
 	if err := budget.Charge(first); err != nil {
 		return nil, decodeError(err)
 	}

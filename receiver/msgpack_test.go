@@ -104,7 +104,7 @@ func gzipped(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
-func zstded(t *testing.T, b []byte) []byte {
+func zstded(t testing.TB, b []byte) []byte {
 	enc, err := zstd.NewWriter(nil)
 	require.NoError(t, err)
 	defer enc.Close()
