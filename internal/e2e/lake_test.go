@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -188,4 +190,31 @@ func duckdbDocAnswer(t *testing.T, dataDir string) map[string]int64 {
 		out[r["service_name"].(string)] = int64(r["spans"].(float64))
 	}
 	return out
+}
+
+// TestPyIcebergRunsTheSnippet runs docs/LAKE.md's PyIceberg block as
+// written on the lake the real binaries wrote with -iceberg (flushed and
+// compacted files), in a directory laid out like the checkout: its scan
+// (an hour of time, one service_name) returns the rows DuckDB counts over
+// the plain files.
+func TestPyIcebergRunsTheSnippet(t *testing.T) {
+	libs := filepath.Join(repoRoot, ".tools", "pyiceberg")
+	_, err := os.Stat(filepath.Join(libs, ".installed"))
+	require.NoError(t, err, "PyIceberg is not installed in %s: run `make tools`", libs)
+	blocks := lakeDocBlocks(t, "PyIceberg")
+	require.Len(t, blocks, 1, "LAKE.md's PyIceberg section: one block")
+	dataDir := writeIcebergLake(t)
+	from := otlparrowtest.Base.Truncate(time.Hour)
+	want := one(t, fmt.Sprintf("SELECT count(*) FROM %s WHERE epoch_us(time) >= %d AND epoch_us(time) < %d AND service_name = '%s'",
+		table(dataDir, "traces"), from.UnixMicro(), from.Add(time.Hour).UnixMicro(), lakeFilterService))
+	require.Positive(t, want)
+	require.Contains(t, blocks[0], `"`+from.Format("2006-01-02T15:04:05+00:00")+`"`, "the snippet's hour is the story's")
+	require.Contains(t, blocks[0], `"`+lakeFilterService+`"`)
+
+	cmd := exec.Command("python3", "-c", blocks[0]+"\nprint(rows.num_rows)\n")
+	cmd.Dir = filepath.Dir(dataDir)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+libs+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "py"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the PyIceberg snippet: %s", out)
+	assert.Equal(t, fmt.Sprint(want), strings.TrimSpace(string(out)))
 }
