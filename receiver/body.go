@@ -278,8 +278,15 @@ func (b *body) stream(budget *arcmsgpack.Budget) (*stream, error) {
 }
 
 // maxZstdWindow is the largest zstd window a body may need, as a decoder
-// holds its window.
+// holds its window: what the zstd tool writes up to level 19 and with
+// --long=23 or less (--ultra -20 and up, and --long=24 and up, need more).
 const maxZstdWindow = 8 << 20
+
+// windowTooLarge answers a zstd body that needs more window than
+// maxZstdWindow.
+func windowTooLarge(window uint64) error {
+	return fail(http.StatusRequestEntityTooLarge, "zstd body needs a window of %d bytes, over the limit of %d (8 MiB): compress with a window of at most 8 MiB (zstd level 19 or lower, --long=23 or less)", window, maxZstdWindow)
+}
 
 // zstdDecoderBuffers is what a zstd decoder holds besides its window
 // (its block buffers and tables): about 1.2 MiB measured.
@@ -296,15 +303,21 @@ func zstdMemory(data []byte) (int64, error) {
 	if h.SingleSegment {
 		window = h.FrameContentSize
 	}
-	return int64(min(window, maxZstdWindow)) + zstdDecoderBuffers, nil
+	if window > maxZstdWindow {
+		return 0, windowTooLarge(window)
+	}
+	return int64(window) + zstdDecoderBuffers, nil
 }
 
-// fail turns a failure while decompressing into its answer: 413 past the
+// fail turns a failure while decompressing into its answer: 413 past a
 // limit, 400 for a body that does not decompress, else err.
 func (s *stream) fail(err error) error {
 	switch {
-	case s.decoded != nil && s.decoded.over:
+	case s.decoded != nil && (s.decoded.over || errors.Is(s.decoded.err, zstd.ErrDecoderSizeExceeded)):
 		return fail(http.StatusRequestEntityTooLarge, "%s body decompresses to more than %d bytes", s.kind, s.decoded.limit)
+	case s.decoded != nil && errors.Is(s.decoded.err, zstd.ErrWindowSizeExceeded):
+		// A later frame's window: the first one's is checked before.
+		return fail(http.StatusRequestEntityTooLarge, "zstd body needs a window over the limit of %d (8 MiB): compress with a window of at most 8 MiB (zstd level 19 or lower, --long=23 or less)", maxZstdWindow)
 	case s.decoded != nil && s.decoded.err != nil:
 		return fail(http.StatusBadRequest, "%s body: %v", s.kind, s.decoded.err)
 	}

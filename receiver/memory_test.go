@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -278,5 +280,63 @@ func TestLineProtocolTextIsHeldOnce(t *testing.T) {
 			t.Logf("allocated %.2f budgets", float64(allocated)/budget)
 			require.Empty(t, f.rows(t))
 		})
+	}
+}
+
+// zstdWindow compresses b as one zstd frame that declares a window of
+// window bytes (a power of two), as `zstd --ultra -20` and `--long=24`
+// do from a pipe: the frame's window descriptor is set to it (a window
+// bounds how far back matches reach, so a larger one declares the same
+// content).
+func zstdWindow(t *testing.T, b []byte, window int) []byte {
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf, zstd.WithSingleSegment(false), zstd.WithEncoderConcurrency(1))
+	require.NoError(t, err)
+	_, err = enc.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, enc.Close())
+	frame := buf.Bytes()
+	require.Zero(t, frame[4]&0x20, "not a single-segment frame: byte 5 is its window descriptor")
+	frame[5] = byte(bits.Len(uint(window))-1-10) << 3 // exponent: log2(window) - 10, no mantissa
+	var h zstd.Header
+	require.NoError(t, h.Decode(frame))
+	require.EqualValues(t, window, h.WindowSize)
+	return frame
+}
+
+// TestLargeZstdWindowsAreRefusedNamingTheLimit is the regression test of
+// issue 31 item 8: a zstd body whose window is over 8 MiB (a decoder
+// holds its window) was answered 400 "window size exceeded"; it is 413
+// naming the limit, whether its first frame or a later one needs it.
+func TestLargeZstdWindowsAreRefusedNamingTheLimit(t *testing.T) {
+	text := lineProtocolText(64 << 10)
+	for _, api := range []struct {
+		name, path, table string
+		body              []byte
+		rows              int64
+	}{
+		{"MessagePack", PathWriteMsgpack, "cpu", payload(t, cpu(1000)), 1000},
+		{"line protocol", PathWriteLineProtocol, "cpu", text, int64(bytes.Count(text, []byte("\n")))},
+	} {
+		half := len(api.body) / 2
+		for _, tt := range []struct {
+			name string
+			body []byte
+		}{
+			{"a 16 MiB window", zstdWindow(t, api.body, 16<<20)},
+			{"a 64 MiB window", zstdWindow(t, api.body, 64<<20)},
+			{"a second frame's 16 MiB window", append(zstdWindow(t, api.body[:half], 1<<20), zstdWindow(t, api.body[half:], 16<<20)...)},
+		} {
+			t.Run(api.name+", "+tt.name, func(t *testing.T) {
+				f := newWriteFixture(t, nil, 0, 0, 0)
+				a := f.send(t, api.path, tt.body, nil)
+				assert.Equal(t, http.StatusRequestEntityTooLarge, a.status, "%v", a.body)
+				assert.Contains(t, a.body["error"], "over the limit of 8388608 (8 MiB)")
+				// An 8 MiB window is within it; only its rows are stored.
+				a = f.send(t, api.path, zstdWindow(t, api.body, 8<<20), nil)
+				assert.Equal(t, http.StatusNoContent, a.status, "%v", a.body)
+				assert.Equal(t, map[string]int64{"default/" + api.table: api.rows}, f.rows(t))
+			})
+		}
 	}
 }
