@@ -39,6 +39,8 @@ VERSITYGW   := $(TOOLS)/versitygw
 TELEGRAF    := $(TOOLS)/telegraf
 PYCLIENTS   := $(TOOLS)/pyclients/.installed
 PYICEBERG   := $(TOOLS)/pyiceberg/.installed
+# Debian's PostgreSQL server: the shared Iceberg catalog of the tests.
+POSTGRES    := /usr/lib/postgresql
 DATA_DIR    ?= ./data
 # What `arcstore -version` prints: the git tag and commit of the checkout.
 VERSION     := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -82,7 +84,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
 tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG) \
-	$(SPARK_JARS) $(DUCKDB_ICEBERG)
+	$(SPARK_JARS) $(DUCKDB_ICEBERG) $(POSTGRES)
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -180,6 +182,11 @@ $(PYCLIENTS): tools/python-clients.txt
 	rm -rf $(TOOLS)/pyclients
 	python3 -m pip install --quiet --no-deps --target $(TOOLS)/pyclients -r tools/python-clients.txt
 	touch $@
+
+# PostgreSQL (Debian's package; the tests start their own clusters with
+# its initdb and postgres, as the postgres user when run as root).
+$(POSTGRES):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
 
 # PyIceberg, which the end-to-end tests read the sidecar's Iceberg tables
 # with (docs/LAKE.md), every package pinned in tools/python-iceberg.txt.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -78,12 +79,26 @@ func (c *Committer) sqlCatalog(db *sql.DB, d sqlcat.SupportedDialect) (catalog.C
 	props := c.ioProps()
 	maps.Copy(props, sqlProps)
 	cat, err := sqlcat.NewCatalog(CatalogName, db, d, props)
+	for attempt := 1; err != nil && tablesRace(err) && attempt < 5; attempt++ {
+		// Sidecars starting together create the catalog's tables at once,
+		// and PostgreSQL's CREATE TABLE IF NOT EXISTS fails the losers:
+		// the tables are there now.
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+		cat, err = sqlcat.NewCatalog(CatalogName, db, d, props)
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s catalog: %w", d, err)
 	}
 	c.closeDB = db.Close
 	return cat, nil
+}
+
+// tablesRace says whether err is PostgreSQL's unique violation (23505),
+// what concurrent CREATE TABLE IF NOT EXISTS of one table answer.
+func tablesRace(err error) bool {
+	var pg pgdriver.Error
+	return errors.As(err, &pg) && pg.Field('C') == "23505"
 }
 
 // ioProps are the catalog's settings for the tables' file IO: the

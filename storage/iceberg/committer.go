@@ -576,9 +576,9 @@ func (c *Committer) moved(ctx context.Context, tbl *table.Table) bool {
 // Conflicts are retried at once, a few times, after a jittered backoff:
 // committers that collided do not collide again in step.
 const (
-	conflictRetries    = 5
+	conflictRetries    = 10
 	conflictBackoff    = 50 * time.Millisecond
-	conflictBackoffMax = 2 * time.Second
+	conflictBackoffMax = 5 * time.Second
 )
 
 // retryMoved runs f again while it fails because the table moved.
