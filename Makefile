@@ -221,7 +221,7 @@ COLLECTOR_GOGC ?= 400
 # Java 17; CI must run them).
 test: tools build engine
 	PATH="$(TOOLS):$$PATH" ARC_REQUIRE_CLICKHOUSE=1 ARC_REQUIRE_S3=1 ARC_REQUIRE_TELEGRAF=1 ARC_REQUIRE_SPARK=1 \
-		ARC_REQUIRE_DUCKDB_ICEBERG=1 $(GO) test -race -count=1 -timeout 20m ./...
+		ARC_REQUIRE_DUCKDB_ICEBERG=1 ARC_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 # A Docker engine for TestDockerCompose: with DOCKER=install (or CI=true)
 # installed and started as root on Debian; otherwise only one already
