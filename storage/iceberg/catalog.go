@@ -81,8 +81,8 @@ func (c *Committer) sqlCatalog(db *sql.DB, d sqlcat.SupportedDialect) (catalog.C
 	cat, err := sqlcat.NewCatalog(CatalogName, db, d, props)
 	for attempt := 1; err != nil && tablesRace(err) && attempt < 5; attempt++ {
 		// Sidecars starting together create the catalog's tables at once,
-		// and PostgreSQL's CREATE TABLE IF NOT EXISTS fails the losers:
-		// the tables are there now.
+		// and PostgreSQL's CREATE TABLE IF NOT EXISTS fails the losers
+		// (TestSharedCatalogConcurrentCommitters): the tables are there now.
 		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 		cat, err = sqlcat.NewCatalog(CatalogName, db, d, props)
 	}
@@ -94,11 +94,19 @@ func (c *Committer) sqlCatalog(db *sql.DB, d sqlcat.SupportedDialect) (catalog.C
 	return cat, nil
 }
 
-// tablesRace says whether err is PostgreSQL's unique violation (23505),
-// what concurrent CREATE TABLE IF NOT EXISTS of one table answer.
+// tablesRace says whether err is what PostgreSQL answers concurrent
+// CREATE TABLE IF NOT EXISTS of one table with: a unique violation
+// (23505), a duplicate table (42P07) or object (42710).
 func tablesRace(err error) bool {
 	var pg pgdriver.Error
-	return errors.As(err, &pg) && pg.Field('C') == "23505"
+	if !errors.As(err, &pg) {
+		return false
+	}
+	switch pg.Field('C') {
+	case "23505", "42P07", "42710":
+		return true
+	}
+	return false
 }
 
 // ioProps are the catalog's settings for the tables' file IO: the

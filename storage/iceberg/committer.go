@@ -19,6 +19,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/arc-otel/arc-otel/storage"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
@@ -102,6 +103,11 @@ func (c *Committer) closeCatalog() {
 	c.cat, c.closeDB = nil, nil
 }
 
+// jitter is d give or take a tenth.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + time.Duration(rand.Int64N(int64(d/5)+1))
+}
+
 // Wake starts a pass now.
 func (c *Committer) Wake() {
 	select {
@@ -153,7 +159,8 @@ func (c *Committer) run(ctx context.Context) {
 		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
 			c.log.Debug("iceberg pass stopped; retried at the next", "error", err)
 		}
-		t := time.NewTimer(c.cfg.CommitInterval)
+		// Jittered: sidecars started together do not commit in step.
+		t := time.NewTimer(jitter(c.cfg.CommitInterval))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -444,11 +451,25 @@ func oldestSince(files []wanted) time.Time {
 
 // liveFiles are the data files of a table's current snapshot, by path.
 func liveFiles(ctx context.Context, tbl *table.Table) (map[string]iceberg.DataFile, error) {
+	return plan(ctx, tbl)
+}
+
+// liveFilesOfHour are the data files of one hour: the manifests whose
+// partition summaries leave the hour out are not read, so a commit of one
+// partition costs the same in a table of a day or of a year.
+func liveFilesOfHour(ctx context.Context, tbl *table.Table, start time.Time) (map[string]iceberg.DataFile, error) {
+	ref := iceberg.Reference(timeColumn)
+	return plan(ctx, tbl, table.WithRowFilter(iceberg.NewAnd(
+		iceberg.GreaterThanEqual(ref, iceberg.Timestamp(start.UnixMicro())),
+		iceberg.LessThan(ref, iceberg.Timestamp(start.Add(time.Hour).UnixMicro())))))
+}
+
+func plan(ctx context.Context, tbl *table.Table, opts ...table.ScanOption) (map[string]iceberg.DataFile, error) {
 	out := map[string]iceberg.DataFile{}
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -536,7 +557,9 @@ func (c *Committer) commit(ctx context.Context, tbl *table.Table, adds []wanted,
 		return 0, nil
 	}
 	txn := tbl.NewTransaction()
-	if err := txn.ReplaceDataFilesWithDataFiles(ctx, removes, dfs, nil); err != nil {
+	// The files to add were found missing from this very snapshot; the
+	// library's own check would read every manifest again.
+	if err := txn.ReplaceDataFilesWithDataFiles(ctx, removes, dfs, nil, table.WithoutDuplicateCheck()); err != nil {
 		return 0, c.counted(ctx, tbl, fmt.Errorf("stage commit: %w", err))
 	}
 	if err := c.step("staged"); err != nil {
@@ -824,7 +847,11 @@ func (c *Committer) settle(ctx context.Context, id tableID, prel string, live, g
 	if err != nil {
 		return err
 	}
-	have, err := liveFiles(ctx, tbl)
+	end, err := storage.ParsePartition(id.db + "/" + id.table + "/" + prel)
+	if err != nil {
+		return err
+	}
+	have, err := liveFilesOfHour(ctx, tbl, end.Add(-time.Hour))
 	if err != nil {
 		return fmt.Errorf("list the table's files: %w", err)
 	}

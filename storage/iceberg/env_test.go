@@ -32,7 +32,7 @@ type row struct {
 // env is a data directory with a hive tree the tests write files into,
 // as the store would, with microsecond time.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	now time.Time
 }

@@ -27,14 +27,14 @@ import (
 // PostgreSQL that several committers (sidecars with their own disks)
 // share.
 type sharedLake struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *s3test.Server
 	pg     *pgtest.Server
 	prefix string
 	now    time.Time
 }
 
-func newSharedLake(t *testing.T) *sharedLake {
+func newSharedLake(t testing.TB) *sharedLake {
 	t.Helper()
 	srv := s3test.Start(t)
 	pg := pgtest.Start(t)

@@ -104,8 +104,17 @@ func Start(t testing.TB) *Server {
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+Database); err != nil {
-		t.Fatalf("create database: %v", err)
+	// The server listens before it takes queries ("the database system is
+	// starting up").
+	for {
+		_, err := admin.ExecContext(ctx, "CREATE DATABASE "+Database)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("create database: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return s
 }
