@@ -55,7 +55,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
 	loadtest-arc-logs-cycled loadtest-arc-traces-cycled \
-	loadtest-campaign querybench loadtest-arc demo loadtest-clickhouse
+	loadtest-campaign querybench loadtest-arc demo loadtest-clickhouse loadtest-latency
 
 all: build
 
@@ -268,6 +268,11 @@ loadtest-arc-logs-cycled loadtest-arc-traces-cycled: loadtest-arc-%: tools build
 # DuckDB query latency on ~14 M spans before and after compaction.
 querybench: tools build
 	loadtest/querybench.sh
+
+# OTLP request latency at 1, 4 and 16 closed-loop clients, each beside its
+# nop ceiling, then at 80 % of the 4-client rate (loadtest/latency.sh).
+loadtest-latency: tools build
+	DURATION=$(LOADTEST_DURATION) ARCLOAD_FLAGS='$(LOADTEST_FLAGS)' loadtest/latency.sh
 
 # The ClickHouse sink under load: Parquet + ClickHouse, then ClickHouse alone.
 loadtest-clickhouse: tools build
