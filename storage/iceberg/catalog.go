@@ -129,6 +129,9 @@ func tableProps() iceberg.Properties {
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
 		table.MetadataPreviousVersionsMaxKey:      "10",
 		table.ManifestMergeEnabledKey:             "true",
+		table.CommitNumRetriesKey:                 "8",
+		table.CommitMinRetryWaitMsKey:             "50",
+		table.CommitMaxRetryWaitMsKey:             "2000",
 	}
 }
 
