@@ -23,10 +23,10 @@ import (
 
 // icebergScan is one count testdata/iceberg_scan.py makes with PyIceberg.
 type icebergScan struct {
-	Name    string `json:"name"`
-	Table   string `json:"table"`
-	Since   string `json:"since,omitempty"`
-	Until   string `json:"until,omitempty"`
+	Name     string `json:"name"`
+	Table    string `json:"table"`
+	Since    string `json:"since,omitempty"`
+	Until    string `json:"until,omitempty"`
 	Service  string `json:"service,omitempty"`
 	Distinct string `json:"distinct,omitempty"`
 }
