@@ -221,6 +221,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "arcstore:", err)
 		os.Exit(2)
 	}
+	// Libraries that log through the standard log package (iceberg-go's
+	// warnings) then log through this one, in its format.
+	slog.SetDefault(log)
 	if err := run(c, log); err != nil {
 		log.Error("arcstore stopped", "error", err)
 		os.Exit(1)
