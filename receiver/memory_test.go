@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/bits"
 	"net/http"
 	"net/http/httptest"
@@ -90,34 +91,40 @@ func TestManyMeasurementsAreRefusedBeforeTheyAreBuilt(t *testing.T) {
 // TestBuildingABatchIsCharged: what building a measurement's batch
 // allocates (its schemas and arrays on its table's first use, its IPC
 // stream) is charged to the request's budget first, whatever its shape.
+// The least of three builds counts: the process's other goroutines
+// allocate too.
 func TestBuildingABatchIsCharged(t *testing.T) {
 	h := &MsgpackHandler{Mem: memory.DefaultAllocator}
 	now := time.Now().UnixMicro()
 	for _, shape := range []struct{ columns, rows int }{{1, 1}, {10, 1}, {100, 1}, {1000, 1}, {10, 1000}, {1, 100_000}} {
 		t.Run(fmt.Sprintf("columns=%d rows=%d", shape.columns, shape.rows), func(t *testing.T) {
-			budget := arcmsgpack.NewBudget(1 << 30)
-			rows := arcmsgpack.NewRows(budget)
-			// A name of its own: its table is built, not found in the cache.
-			name := fmt.Sprintf("build_%d_%d_%d", shape.columns, shape.rows, now)
-			for r := range shape.rows {
-				require.NoError(t, rows.Begin(name, now+int64(r)))
-				for c := range shape.columns {
-					col, err := rows.Field(fmt.Sprintf("f%d", c))
-					require.NoError(t, err)
-					require.NoError(t, col.AppendInt(int64(r)))
+			over := int64(math.MaxInt64)
+			for try := range 3 {
+				budget := arcmsgpack.NewBudget(1 << 30)
+				rows := arcmsgpack.NewRows(budget)
+				// A name of its own: its table is built, not found in the cache.
+				name := fmt.Sprintf("build_%d_%d_%d_%d", shape.columns, shape.rows, now, try)
+				for r := range shape.rows {
+					require.NoError(t, rows.Begin(name, now+int64(r)))
+					for c := range shape.columns {
+						col, err := rows.Field(fmt.Sprintf("f%d", c))
+						require.NoError(t, err)
+						require.NoError(t, col.AppendInt(int64(r)))
+					}
+					require.NoError(t, rows.End())
 				}
-				require.NoError(t, rows.End())
+				ms := rows.Measurements()
+				used := budget.Used()
+				allocated := allocatedBy(func() {
+					b, err := h.batch("default", &ms[0], budget)
+					require.NoError(t, err)
+					b.Rec.Release()
+				})
+				charged := budget.Used() - used
+				over = min(over, int64(allocated)-charged)
+				t.Logf("allocated %d, charged %d", allocated, charged)
 			}
-			ms := rows.Measurements()
-			used := budget.Used()
-			allocated := allocatedBy(func() {
-				b, err := h.batch("default", &ms[0], budget)
-				require.NoError(t, err)
-				b.Rec.Release()
-			})
-			charged := budget.Used() - used
-			assert.LessOrEqual(t, int64(allocated), charged, "building allocated more than it charged")
-			t.Logf("allocated %d, charged %d", allocated, charged)
+			assert.LessOrEqual(t, over, int64(0), "building allocated more than it charged")
 		})
 	}
 }
