@@ -405,13 +405,30 @@ func shutdown(c config, log *slog.Logger, gs *grpc.Server, drain func(), hs *htt
 		uploader.Stop() // before the store it deletes partitions through, and the tables it settles
 	}
 	if committer != nil {
-		committer.Stop() // the files of the last flush are committed at the next start
+		commitLastFlush(c, log, store, committer)
 	}
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("final flush: %w (the rows stay in the WAL and replay on the next start)", err)
 	}
 	log.Info("arcstore stopped cleanly")
 	return nil
+}
+
+// commitLastFlush flushes and brings the tables up to date once more
+// before the committer stops, so that after a clean stop a table reader
+// sees what a reader of the files sees. It is bounded: an unreachable
+// catalog delays the stop by at most shutdownWait, and what it misses is
+// committed at the next start.
+func commitLastFlush(c config, log *slog.Logger, store *storage.Store, committer *iceberg.Committer) {
+	defer committer.Stop()
+	if err := store.Flush(); err != nil {
+		return // store.Close flushes again and says why
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.shutdownWait)
+	defer cancel()
+	if err := committer.Sync(ctx); err != nil {
+		log.Warn("the last flush's files are not in the Iceberg tables yet; the next start commits them", "error", err)
+	}
 }
 
 // walRepairUsage is the -wal-repair flag of the sidecar and of `arcstore

@@ -202,6 +202,22 @@ func TestIcebergTables(t *testing.T) {
 	sc.stop(t, 30*time.Second)
 }
 
+// TestIcebergCleanStopCommits stops the real sidecar with SIGTERM long
+// before its commit interval: the rows of its last flush are in the table
+// the moment it has stopped, not at its next start.
+func TestIcebergCleanStopCommits(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)),
+		"-flush-interval", "1h", "-iceberg", "-iceberg-commit-interval", "1h", "-compact-interval", "0")
+	postRows(t, sc, "requests", time.Now().UTC().Add(-time.Hour), 0, 250)
+	sc.stop(t, 30*time.Second)
+
+	got, err := pyiceberg(t, dataDir, []icebergScan{{Name: "requests", Table: "default.requests"}}, "default.requests")
+	require.NoError(t, err)
+	assert.EqualValues(t, 250, got.Counts["requests"], "every row of the last flush in the table after a clean stop")
+	assert.EqualValues(t, 250, one(t, "SELECT count(*) FROM "+table(dataDir, "requests")), "the files hold the same rows")
+}
+
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
