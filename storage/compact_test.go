@@ -87,6 +87,17 @@ func TestCompactMergesClosedPartitions(t *testing.T) {
 
 var errCrash = errors.New("crash")
 
+// setCompactHook makes compaction call hook after each step (merged,
+// staged, intent, exchanged, removed); an error stops it there.
+func setCompactHook(s *Store, hook func(step string) error) { s.compactHook = hook }
+
+// setMergeLimits sizes the merges of the store's compactions.
+func setMergeLimits(s *Store, l mergeLimits) { s.mergeLimits = l }
+
+// compactKnownFiles is how many files compaction has read the footer of
+// and left alone.
+func compactKnownFiles(s *Store) int { return len(s.current) }
+
 // TestCompactCrashAtEveryStep crashes a compaction after each of its steps
 // and checks what a restart leaves: the old files or the new one, never
 // both, never neither, and the same rows.
@@ -108,12 +119,12 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 			want := messages(t, dir)
 			old := partitionFiles(t, dir, closedHour)
 
-			s.compactHook = func(step string) error {
+			setCompactHook(s, func(step string) error {
 				if step == tt.step {
 					return errCrash
 				}
 				return nil
-			}
+			})
 			_, err := s.Compact(context.Background(), 0)
 			require.ErrorIs(t, err, errCrash)
 			// Before any restart the partition is already one or the other.

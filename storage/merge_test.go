@@ -132,7 +132,7 @@ func TestCompactSortsAcrossSpilledRuns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openStore(t, dir, nil)
-			s.mergeLimits = tinyMerge
+			setMergeLimits(s, tinyMerge)
 			rng := rand.New(rand.NewPCG(1, 2))
 			ctx := context.Background()
 			for range 5 { // five files of two batches each
