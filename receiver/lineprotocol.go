@@ -155,7 +155,7 @@ func (h *LineProtocolHandler) write(w http.ResponseWriter, r *http.Request) erro
 		b.done()
 		return err
 	}
-	res, err := lineproto.Decode(text, prec, schema.TimestampOf(arrived), budget)
+	res, err := lineproto.Decode(text, prec, schema.TimestampOf(arrived), budget, h.Arc.Limits)
 	release()
 	b.done()
 	if err != nil {

@@ -219,6 +219,27 @@ func TestLineProtocolPartialWrites(t *testing.T) {
 	assert.Equal(t, want, f.rows(t), "the good lines of each request, the first v=1i of cpu among them")
 }
 
+// TestLineProtocolLimitsDropLines: a line that no request could store
+// costs that line, not the request (Telegraf's influxdb output drops a
+// whole batch on a 413, and its influxdb_v2 output splits the batch down
+// to that line and retries it for ever). A request over a limit only as a
+// whole is still refused whole, for clients that split it.
+func TestLineProtocolLimitsDropLines(t *testing.T) {
+	f := newWriteFixture(t, nil, 0, 0, 0)
+	f.arc.Limits = storage.Limits{MaxColumns: 3, MaxStringBytes: 4, MaxPartitionsPerRequest: 2}
+	ns := lpNow.UnixNano()
+	body := fmt.Sprintf("cpu s=\"abcd\" %d\ncpu s=\"abcde\" %d\ncpu,h=x v=1,w=2 %d\ncpu,h=y s=\"ok\" %d\n", ns, ns, ns, ns)
+	a := f.send(t, PathWriteInfluxV1+"?db=telegraf", []byte(body), nil)
+	assert.Equal(t, http.StatusBadRequest, a.status)
+	assert.Equal(t, `partial write: line 2: field "s": a string of 5 bytes, the limit is 4 (-max-string-bytes) dropped=2`, a.body["error"])
+
+	// Columns over the limit only together: refused whole, nothing stored.
+	a = f.send(t, PathWriteInfluxV1+"?db=whole", []byte(fmt.Sprintf("mem a=1,b=2 %d\nmem c=3 %d\n", ns, ns)), nil)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, a.status)
+	assert.Contains(t, a.body["error"], "-max-columns")
+	assert.Equal(t, map[string]int64{"telegraf/cpu": 2}, f.rows(t))
+}
+
 // oneByteValues is a MessagePack body of n one-byte values: each widens to
 // eight bytes decoded. The time column has one value, so the request is
 // refused in the end (the issue's "refused with 400" case).

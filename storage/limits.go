@@ -45,7 +45,8 @@ var (
 	ErrTooLarge  = errors.New("request larger than the sidecar can ever buffer")
 )
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults is l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
 	if l.MaxColumns <= 0 {
 		l.MaxColumns = DefaultMaxColumns
 	}
@@ -62,7 +63,7 @@ func (l Limits) withDefaults() Limits {
 // against MaxColumns; callers that know the count before building the
 // record check it first, so an oversized one is never built.
 func (l Limits) CheckColumns(measurement string, columns int) error {
-	l = l.withDefaults()
+	l = l.WithDefaults()
 	if columns > l.MaxColumns {
 		return fmt.Errorf("%w: measurement %q has %d columns, the limit is %d (-max-columns)", ErrOverLimit, measurement, columns, l.MaxColumns)
 	}
@@ -76,7 +77,7 @@ func (l Limits) CheckColumns(measurement string, columns int) error {
 // replayed from the WAL do not pass here: what was acknowledged under other
 // limits is still stored.
 func (l Limits) CheckMeasurement(name string, rec arrow.RecordBatch) (*Table, error) {
-	l = l.withDefaults()
+	l = l.WithDefaults()
 	if err := l.CheckColumns(name, int(rec.NumCols())); err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ type requestPartition struct {
 
 // Partitions starts a count of a request's partitions.
 func (l Limits) Partitions() *Partitions {
-	return &Partitions{max: l.withDefaults().MaxPartitionsPerRequest, seen: map[requestPartition]struct{}{}}
+	return &Partitions{max: l.WithDefaults().MaxPartitionsPerRequest, seen: map[requestPartition]struct{}{}}
 }
 
 // Add counts the partitions of rows of a table at times, in unit since the

@@ -79,9 +79,15 @@ type Result struct {
 // columns or values no file may hold, or whose field has another type
 // than on an earlier line of the body. Every column is charged to b; past
 // it Decode stops with arcmsgpack.ErrTooLarge, and the whole body is
-// refused, as is a body without a line.
-func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget) (Result, error) {
-	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now, names: map[string]string{}, budget: b}
+// refused, as is a body without a line. A line that no request could
+// store is dropped too: a tag or string value longer than MaxStringBytes,
+// more tags and fields than MaxColumns allows. Limits a body passes only
+// as a whole (its measurements' columns together, its partitions) are the
+// store path's, which refuses the body with 413: clients that split a
+// refused batch (Telegraf's influxdb_v2 output) then store all of it.
+func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget, limits storage.Limits) (Result, error) {
+	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now, names: map[string]string{}, budget: b,
+		limits: limits.WithDefaults()}
 	if err := d.all(); err != nil {
 		return Result{}, err
 	}
@@ -117,6 +123,7 @@ type decoder struct {
 	// nothing.
 	names  map[string]string
 	budget *arcmsgpack.Budget
+	limits storage.Limits
 	tags   [][2]string
 	fields []fieldValue
 	res    Result
@@ -320,6 +327,9 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 	if err := d.checkFields(name); err != nil {
 		return err
 	}
+	if err := d.checkLimits(name); err != nil {
+		return err
+	}
 	if err := d.rows.Begin(name, at); err != nil {
 		return err
 	}
@@ -348,6 +358,27 @@ func (d *decoder) checkFields(measurement string) error {
 		}
 		if kind == lineprotocol.Uint && f.val.UintV() > math.MaxInt64 {
 			return d.fail("field %q: unsigned value %d does not fit a signed 64-bit integer, the type it is stored as", f.key, f.val.UintV())
+		}
+	}
+	return nil
+}
+
+// checkLimits refuses a line that no request could store: a tag or
+// string value longer than MaxStringBytes, or more tags and fields than
+// MaxColumns allows beside time.
+func (d *decoder) checkLimits(measurement string) error {
+	if w := 1 + len(d.tags) + len(d.fields); w > d.limits.MaxColumns {
+		return d.fail("measurement %q: a line of %d columns (time, tags and fields), the limit is %d (-max-columns)", measurement, w, d.limits.MaxColumns)
+	}
+	limit := d.limits.MaxStringBytes
+	for _, t := range d.tags {
+		if len(t[1]) > limit {
+			return d.fail("tag %q: a value of %d bytes, the limit is %d (-max-string-bytes)", t[0], len(t[1]), limit)
+		}
+	}
+	for _, f := range d.fields {
+		if f.val.Kind() == lineprotocol.String && len(f.val.StringV()) > limit {
+			return d.fail("field %q: a string of %d bytes, the limit is %d (-max-string-bytes)", f.key, len(f.val.StringV()), limit)
 		}
 	}
 	return nil
@@ -387,7 +418,8 @@ func (d *decoder) row() error {
 // wrap puts the line in front of a column error; a budget overrun stays
 // itself (the request, not a line, is too large).
 func (d *decoder) wrap(err error) error {
-	if err == nil || !errors.Is(err, ErrInput) {
+	var le *Error
+	if err == nil || !errors.Is(err, ErrInput) || errors.As(err, &le) {
 		return err
 	}
 	msg := err.Error()

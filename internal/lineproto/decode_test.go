@@ -3,6 +3,7 @@ package lineproto
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arc-otel/arc-otel/internal/arcmsgpack"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 const (
@@ -22,7 +24,7 @@ const (
 
 func decode(t *testing.T, body string, prec Precision) []arcmsgpack.Measurement {
 	t.Helper()
-	res, err := Decode([]byte(body), prec, now, arcmsgpack.NewBudget(0))
+	res, err := Decode([]byte(body), prec, now, arcmsgpack.NewBudget(0), storage.Limits{})
 	require.NoError(t, err)
 	require.Zero(t, res.Dropped, "%v", res.First)
 	return res.Measurements
@@ -159,7 +161,7 @@ func TestDropsBadLines(t *testing.T) {
 			if tt.name == "timestamp overflow" {
 				prec = 1e9
 			}
-			res, err := Decode([]byte(tt.body), prec, now, arcmsgpack.NewBudget(0))
+			res, err := Decode([]byte(tt.body), prec, now, arcmsgpack.NewBudget(0), storage.Limits{})
 			require.NoError(t, err)
 			assert.Equal(t, 1, res.Dropped)
 			require.NotNil(t, res.First)
@@ -173,13 +175,13 @@ func TestDropsBadLines(t *testing.T) {
 			assert.Equal(t, strings.Count(tt.body, "cpu")-1, rows, "the good lines are kept")
 		})
 	}
-	res, err := Decode([]byte("cpu v=\ncpu v=1i\ncpu v=1.5\n"), 1, now, arcmsgpack.NewBudget(0))
+	res, err := Decode([]byte("cpu v=\ncpu v=1i\ncpu v=1.5\n"), 1, now, arcmsgpack.NewBudget(0), storage.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Dropped, "every bad line is counted")
 	assert.Equal(t, "line 1: unable to parse 'cpu v=': field value has unrecognized type", res.First.Error(), "the first is told")
-	_, err = Decode([]byte("\n# only a comment\n"), 1, now, arcmsgpack.NewBudget(0))
+	_, err = Decode([]byte("\n# only a comment\n"), 1, now, arcmsgpack.NewBudget(0), storage.Limits{})
 	assert.ErrorContains(t, err, "no line")
-	res, err = Decode([]byte("cpu\nmem\n"), 1, now, arcmsgpack.NewBudget(0))
+	res, err = Decode([]byte("cpu\nmem\n"), 1, now, arcmsgpack.NewBudget(0), storage.Limits{})
 	require.NoError(t, err, "a body of bad lines is a body whose lines are all dropped")
 	assert.Equal(t, 2, res.Dropped)
 	assert.Empty(t, res.Measurements)
@@ -209,9 +211,9 @@ func TestDroppedLinesLeaveNoTrace(t *testing.T) {
 		mixed = append(mixed, bad[i%len(bad)], g)
 	}
 	mixed = append(mixed, bad...)
-	want, err := Decode([]byte(strings.Join(good, "\n")), 1, now, arcmsgpack.NewBudget(0))
+	want, err := Decode([]byte(strings.Join(good, "\n")), 1, now, arcmsgpack.NewBudget(0), storage.Limits{})
 	require.NoError(t, err)
-	got, err := Decode([]byte(strings.Join(mixed, "\n")), 1, now, arcmsgpack.NewBudget(0))
+	got, err := Decode([]byte(strings.Join(mixed, "\n")), 1, now, arcmsgpack.NewBudget(0), storage.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, len(bad)+len(good), got.Dropped)
 	require.Len(t, got.Measurements, len(want.Measurements))
@@ -229,7 +231,7 @@ func TestBudget(t *testing.T) {
 	for range 20_000 {
 		body = append(body, "cpu,host=abcdefgh v=1i,w=2,s=\"xyz\"\n"...)
 	}
-	_, err := Decode(body, 1, now, arcmsgpack.NewBudget(64<<10))
+	_, err := Decode(body, 1, now, arcmsgpack.NewBudget(64<<10), storage.Limits{})
 	require.ErrorIs(t, err, arcmsgpack.ErrTooLarge, "a body past its budget is refused whole, not dropped line by line")
 }
 
@@ -239,7 +241,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("cpu,zone=z v=1i,w=1,w=2\ncpu v=1.5\ncpu,v=x u=1\ncpu s=\"\xff\"\nmem\ncpu,host=a v=2i"))
 	mem := memory.NewGoAllocator()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		res, err := Decode(body, 1, now, arcmsgpack.NewBudget(1<<20))
+		res, err := Decode(body, 1, now, arcmsgpack.NewBudget(1<<20), storage.Limits{})
 		if err != nil {
 			if !errors.Is(err, arcmsgpack.ErrTooLarge) {
 				require.ErrorIs(t, err, ErrInput)
@@ -272,9 +274,66 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, err := Decode(body, 1, now, arcmsgpack.NewBudget(0)); err != nil {
+				if _, err := Decode(body, 1, now, arcmsgpack.NewBudget(0), storage.Limits{}); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// TestLimitsDropTheLine: a line that no request could store (a value over
+// MaxStringBytes, more columns than MaxColumns) is dropped like any bad
+// line, and the body stores what the body without it stores. Limits a
+// body passes only as a whole are left to the store path (413).
+func TestLimitsDropTheLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits storage.Limits
+		lines  []string
+		bad    []int // the zero-based lines dropped
+		msg    string
+	}{
+		{"long string field", storage.Limits{MaxStringBytes: 8},
+			[]string{`m s="eight ch"`, `m s="nine char"`, `m s="ok"`}, []int{1},
+			`field "s": a string of 9 bytes, the limit is 8 (-max-string-bytes)`},
+		{"long tag value", storage.Limits{MaxStringBytes: 3},
+			[]string{"m,host=abc v=1", "m,host=abcd v=2", "m,host=x v=3"}, []int{1},
+			`tag "host": a value of 4 bytes, the limit is 3 (-max-string-bytes)`},
+		{"a line wider than the limit", storage.Limits{MaxColumns: 3},
+			[]string{"m a=1", "m,t=x b=2,c=3", "m a=4,b=5", "m c=6,d=7,e=8"}, []int{1, 3},
+			`measurement "m": a line of 4 columns (time, tags and fields), the limit is 3 (-max-columns)`},
+		{"columns past the limit only together", storage.Limits{MaxColumns: 3},
+			[]string{"m a=1,b=2", "m c=3", "n d=4,e=5"}, nil, ""},
+		{"partitions past the limit", storage.Limits{MaxPartitionsPerRequest: 1},
+			[]string{"m v=1 0", "n v=2 0", "m v=3 3600000000000"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var good []string
+			for i, l := range tt.lines {
+				if !slices.Contains(tt.bad, i) {
+					good = append(good, l)
+				}
+			}
+			got, err := Decode([]byte(strings.Join(tt.lines, "\n")), 1, now, arcmsgpack.NewBudget(0), tt.limits)
+			require.NoError(t, err)
+			assert.Equal(t, len(tt.bad), got.Dropped)
+			if len(tt.bad) > 0 {
+				require.NotNil(t, got.First)
+				assert.EqualValues(t, tt.bad[0]+1, got.First.Line)
+				assert.Contains(t, got.First.Error(), tt.msg)
+			}
+			want, err := Decode([]byte(strings.Join(good, "\n")), 1, now, arcmsgpack.NewBudget(0), tt.limits)
+			require.NoError(t, err)
+			require.Zero(t, want.Dropped, "%v", want.First)
+			require.Len(t, got.Measurements, len(want.Measurements))
+			mem := memory.NewGoAllocator()
+			for i := range want.Measurements {
+				w, g := want.Measurements[i].Record(mem), got.Measurements[i].Record(mem)
+				assert.True(t, array.RecordEqual(w, g), "%s:\nwant %v\ngot  %v", want.Measurements[i].Name, w, g)
+				w.Release()
+				g.Release()
 			}
 		})
 	}
