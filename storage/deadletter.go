@@ -20,17 +20,17 @@ const (
 	deadLetterExt     = ".arrow"
 )
 
-func (s *Store) deadLetterPath(sink string, seq uint64, g *sinkGroup, variant uint64, chunk int) string {
+func (k *sinkSet) deadLetterPath(sink string, seq uint64, g *sinkGroup, variant uint64, chunk int) string {
 	name := fmt.Sprintf("%020d-%s-%s-%x-%d%s", seq, g.database, g.table, variant, chunk, deadLetterExt)
-	return filepath.Join(s.sysDir, deadLetterDirName, sink, name)
+	return filepath.Join(k.sysDir, deadLetterDirName, sink, name)
 }
 
 // deadLetter keeps the rows of a refused write durably (temp file, fsync,
 // rename, fsync of the directory) before their WAL segment may go. An
 // error leaves the segment in the WAL and the write is retried.
-func (s *Store) deadLetter(path string, w SinkWrite) error {
+func (k *sinkSet) deadLetter(path string, w SinkWrite) error {
 	var buf bytes.Buffer
-	iw := ipc.NewWriter(&buf, ipc.WithSchema(w.Records[0].Schema()), ipc.WithAllocator(s.mem))
+	iw := ipc.NewWriter(&buf, ipc.WithSchema(w.Records[0].Schema()), ipc.WithAllocator(k.mem))
 	for _, rec := range w.Records {
 		if err := iw.Write(rec); err != nil {
 			return fmt.Errorf("encode dead-letter rows: %w", err)
@@ -39,10 +39,10 @@ func (s *Store) deadLetter(path string, w SinkWrite) error {
 	if err := iw.Close(); err != nil {
 		return fmt.Errorf("encode dead-letter rows: %w", err)
 	}
-	if err := s.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := k.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create dead-letter dir: %w", err)
 	}
-	if err := writeFileAtomic(s.fs, path, buf.Bytes()); err != nil {
+	if err := writeFileAtomic(k.fs, path, buf.Bytes()); err != nil {
 		return fmt.Errorf("write dead-letter file: %w", err)
 	}
 	return nil

@@ -157,3 +157,39 @@ func (s *Store) mkdirDurable(dir string) error {
 	s.madeDirs[dir] = true
 	return nil
 }
+
+// loadParquetCursor reads Parquet's cursor. Written on first use, so that
+// a restart knows which segments Parquet has. In a directory that had only
+// sinks, Parquet starts after the segments there: they are the sinks' rows,
+// already stored where the operator chose.
+func (s *Store) loadParquetCursor() error {
+	seq, ok, err := s.cursors.read(parquetCursor)
+	if err != nil || ok {
+		s.parquetDone.Store(seq)
+		return err
+	}
+	hadSinks, err := s.cursors.hasSinks()
+	if err != nil {
+		return err
+	}
+	if hadSinks {
+		s.parquetFresh = true // placed by recover once it knows the last segment
+		return nil
+	}
+	return s.cursors.write(parquetCursor, 0)
+}
+
+// dropParquetCursor forgets Parquet under -parquet=false: the sinks are
+// then the storage, every acknowledged row reaches them, and keeping WAL
+// segments for a Parquet that is off would only fill the disk.
+func (s *Store) dropParquetCursor() error {
+	seq, ok, err := s.cursors.read(parquetCursor)
+	if err != nil || !ok {
+		return err
+	}
+	s.log.Warn("parquet is off: wal segments after its cursor are no longer kept for it; they go to the sinks only", "parquet_cursor", seq)
+	if err := s.fs.Remove(s.cursors.path(parquetCursor)); err != nil {
+		return fmt.Errorf("remove parquet cursor: %w", err)
+	}
+	return s.fs.SyncDir(filepath.Dir(s.cursors.path(parquetCursor)))
+}

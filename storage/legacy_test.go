@@ -325,6 +325,6 @@ func TestSinkSendsEarlierBuildsRecordsUnderTheirTokens(t *testing.T) {
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	require.Len(t, sink.tokens, 1)
-	assert.Equal(t, fmt.Sprintf("arcstore-%s-%d-default-cpu-%x-0", s.sidecarID, seq, variantOf(ns.Schema())), sink.tokens[0])
+	assert.Equal(t, fmt.Sprintf("arcstore-%s-%d-default-cpu-%x-0", s.sinks.sidecarID, seq, variantOf(ns.Schema())), sink.tokens[0])
 	assert.Equal(t, []string{schema.TimestampType.String()}, sink.types, "sent in microseconds")
 }

@@ -6,19 +6,23 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
 // A Sink is a destination of acknowledged rows besides the Parquet files,
@@ -81,18 +85,78 @@ const (
 type sinkRunner struct {
 	sink  Sink
 	done  atomic.Uint64 // last WAL segment the sink has whole
-	fresh bool          // no cursor on disk yet: placed by startFresh
+	fresh bool          // no cursor on disk yet: placed by placeFresh
 	wake  chan struct{}
 }
 
-func (s *Store) cursorPath(name string) string {
-	return filepath.Join(s.sysDir, sinksDirName, name+cursorExt)
+// sinkSet feeds the sinks from the closed WAL segments and keeps every
+// consumer's hold on them: the runners' cursors and the cursors of
+// consumers this start does not run. It is built even without sinks, so
+// that those held cursors still keep their segments. It never deletes a
+// segment: it says when a cursor advanced (trim), and the Store trims
+// down to low and Parquet's cursor.
+type sinkSet struct {
+	fs           FS
+	log          *slog.Logger
+	mem          memory.Allocator
+	obs          Observer
+	noParquet    bool
+	drainTimeout time.Duration
+	sysDir       string
+	walDir       string
+	cursors      cursorDir
+	// trim removes the segments every consumer is past; called on the
+	// runner's goroutine after its cursor advanced.
+	trim func() error
+	quit <-chan struct{}
+
+	runners       []*sinkRunner
+	held          map[string]uint64 // cursors of consumers this start does not run
+	sidecarID     string
+	closedThrough atomic.Uint64 // last WAL segment that takes no more writes
+	drained       chan struct{} // closed when Close stops waiting for sinks
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
-// readCursor returns the last segment a consumer has whole; ok is false
-// if it never recorded one.
-func (s *Store) readCursor(name string) (seq uint64, ok bool, err error) {
-	data, err := s.fs.ReadFile(s.cursorPath(name))
+// newSinkSet builds the set; load reads its state, start runs it.
+func newSinkSet(opts Options, sysDir, walDir string, quit <-chan struct{}, trim func() error) *sinkSet {
+	k := &sinkSet{
+		fs:           opts.FS,
+		log:          opts.Logger,
+		mem:          opts.Allocator,
+		obs:          opts.Observer,
+		noParquet:    opts.NoParquet,
+		drainTimeout: opts.SinkDrainTimeout,
+		sysDir:       sysDir,
+		walDir:       walDir,
+		cursors:      cursorDir{fs: opts.FS, dir: filepath.Join(sysDir, sinksDirName)},
+		trim:         trim,
+		quit:         quit,
+		drained:      make(chan struct{}),
+		cancel:       func() {},
+	}
+	for _, sk := range opts.Sinks {
+		k.runners = append(k.runners, &sinkRunner{sink: sk, wake: make(chan struct{}, 1)})
+	}
+	return k
+}
+
+// cursorDir is where every consumer keeps its cursor: sinks/<name>.done,
+// the last segment it has whole ("N\n").
+type cursorDir struct {
+	fs  FS
+	dir string
+}
+
+func (c cursorDir) path(name string) string {
+	return filepath.Join(c.dir, name+cursorExt)
+}
+
+// read returns the last segment a consumer has whole; ok is false if it
+// never recorded one.
+func (c cursorDir) read(name string) (seq uint64, ok bool, err error) {
+	data, err := c.fs.ReadFile(c.path(name))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -106,90 +170,16 @@ func (s *Store) readCursor(name string) (seq uint64, ok bool, err error) {
 	return seq, true, nil
 }
 
-func (s *Store) writeCursor(name string, seq uint64) error {
-	if err := writeFileAtomic(s.fs, s.cursorPath(name), []byte(strconv.FormatUint(seq, 10)+"\n")); err != nil {
+func (c cursorDir) write(name string, seq uint64) error {
+	if err := writeFileAtomic(c.fs, c.path(name), []byte(strconv.FormatUint(seq, 10)+"\n")); err != nil {
 		return fmt.Errorf("write %s cursor: %w", name, err)
 	}
 	return nil
 }
 
-// loadSinkState reads the sidecar id and every consumer's cursor.
-// Parquet's cursor is read even without sinks: a directory a sink used
-// may hold segments that are in Parquet already (a sidecar restarted
-// without its sink, `arcstore compact`), and they must not replay. The
-// cursor of a consumer this start does not have (a sink whose flag was
-// dropped, Parquet under -parquet=false) holds its segments too: they are
-// acknowledged rows that consumer has not stored, and only the operator
-// can say they are no longer wanted, by deleting the cursor file.
-func (s *Store) loadSinkState() error {
-	load := s.loadParquetCursor
-	if s.opts.NoParquet {
-		load = s.dropParquetCursor
-	}
-	if err := load(); err != nil {
-		return err
-	}
-	if err := s.loadHeld(); err != nil {
-		return err
-	}
-	if len(s.sinks) == 0 {
-		return nil
-	}
-	id, err := s.loadSidecarID()
-	if err != nil {
-		return err
-	}
-	s.sidecarID = id
-	for _, r := range s.sinks {
-		seq, ok, err := s.readCursor(r.sink.Name())
-		if err != nil {
-			return err
-		}
-		r.fresh = !ok
-		r.done.Store(seq)
-	}
-	return nil
-}
-
-// loadParquetCursor reads Parquet's cursor. Written on first use, so that
-// a restart knows which segments Parquet has. In a directory that had only
-// sinks, Parquet starts after the segments there: they are the sinks' rows,
-// already stored where the operator chose.
-func (s *Store) loadParquetCursor() error {
-	seq, ok, err := s.readCursor(parquetCursor)
-	if err != nil || ok {
-		s.parquetDone.Store(seq)
-		return err
-	}
-	hadSinks, err := s.hasSinkCursors()
-	if err != nil {
-		return err
-	}
-	if hadSinks {
-		s.parquetFresh = true // placed by recover once it knows the last segment
-		return nil
-	}
-	return s.writeCursor(parquetCursor, 0)
-}
-
-// dropParquetCursor forgets Parquet under -parquet=false: the sinks are
-// then the storage, every acknowledged row reaches them, and keeping WAL
-// segments for a Parquet that is off would only fill the disk.
-func (s *Store) dropParquetCursor() error {
-	seq, ok, err := s.readCursor(parquetCursor)
-	if err != nil || !ok {
-		return err
-	}
-	s.log.Warn("parquet is off: wal segments after its cursor are no longer kept for it; they go to the sinks only", "parquet_cursor", seq)
-	if err := s.fs.Remove(s.cursorPath(parquetCursor)); err != nil {
-		return fmt.Errorf("remove parquet cursor: %w", err)
-	}
-	return s.fs.SyncDir(filepath.Dir(s.cursorPath(parquetCursor)))
-}
-
-// cursorNames lists the consumers that have a cursor on disk.
-func (s *Store) cursorNames() ([]string, error) {
-	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, sinksDirName))
+// names lists the consumers that have a cursor on disk.
+func (c cursorDir) names() ([]string, error) {
+	entries, err := c.fs.ReadDir(c.dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("list sink cursors: %w", err)
 	}
@@ -202,67 +192,103 @@ func (s *Store) cursorNames() ([]string, error) {
 	return names, nil
 }
 
-func (s *Store) hasSinkCursors() (bool, error) {
-	names, err := s.cursorNames()
+func (c cursorDir) hasSinks() (bool, error) {
+	names, err := c.names()
 	return slices.ContainsFunc(names, func(n string) bool { return n != parquetCursor }), err
 }
 
+// load reads the held cursors, the sidecar id and every runner's cursor.
+// The cursor of a consumer this start does not have (a sink whose flag
+// was dropped, Parquet under -parquet=false) holds its segments: they are
+// acknowledged rows that consumer has not stored, and only the operator
+// can say they are no longer wanted, by deleting the cursor file.
+func (k *sinkSet) load() error {
+	if err := k.loadHeld(); err != nil {
+		return err
+	}
+	if len(k.runners) == 0 {
+		return nil
+	}
+	id, err := k.loadSidecarID()
+	if err != nil {
+		return err
+	}
+	k.sidecarID = id
+	for _, r := range k.runners {
+		seq, ok, err := k.cursors.read(r.sink.Name())
+		if err != nil {
+			return err
+		}
+		r.fresh = !ok
+		r.done.Store(seq)
+	}
+	return nil
+}
+
 // loadHeld reads the cursors of consumers this start does not have.
-func (s *Store) loadHeld() error {
-	names, err := s.cursorNames()
+func (k *sinkSet) loadHeld() error {
+	names, err := k.cursors.names()
 	if err != nil {
 		return err
 	}
 	configured := map[string]bool{parquetCursor: true}
-	for _, r := range s.sinks {
+	for _, r := range k.runners {
 		configured[r.sink.Name()] = true
 	}
 	for _, name := range names {
 		if configured[name] {
 			continue
 		}
-		seq, _, err := s.readCursor(name)
+		seq, _, err := k.cursors.read(name)
 		if err != nil {
 			return err
 		}
-		if s.held == nil {
-			s.held = map[string]uint64{}
+		if k.held == nil {
+			k.held = map[string]uint64{}
 		}
-		s.held[name] = seq
+		k.held[name] = seq
 	}
 	return nil
 }
 
-// warnHeld says which segments wait for a consumer this start lacks.
-func (s *Store) warnHeld() {
-	for name, seq := range s.held {
-		if seq < s.closedThrough.Load() {
-			s.log.Warn("keeping wal segments for a consumer this start does not have; start with it to store them, or delete its cursor file to let them go",
-				"consumer", name, "segments", s.closedThrough.Load()-seq, "cursor", s.cursorPath(name))
-		}
+// high is the last segment any sink cursor names, held ones included.
+func (k *sinkSet) high() uint64 {
+	var last uint64
+	for _, r := range k.runners {
+		last = max(last, r.done.Load())
 	}
+	for _, seq := range k.held {
+		last = max(last, seq)
+	}
+	return last
 }
 
-// heldNote names the absent consumers that keep segments, for errors.
-func (s *Store) heldNote() string {
-	if len(s.held) == 0 {
-		return ""
+// low is the hold: the last segment every sink has, including those this
+// start does not run (math.MaxUint64 when there are none).
+func (k *sinkSet) low() uint64 {
+	p := uint64(math.MaxUint64)
+	for _, r := range k.runners {
+		p = min(p, r.done.Load())
 	}
-	var b strings.Builder
-	b.WriteString("; kept for consumers this start does not have:")
-	for name := range s.held {
-		fmt.Fprintf(&b, " %s (delete %s to let them go)", name, s.cursorPath(name))
+	for _, seq := range k.held {
+		p = min(p, seq)
 	}
-	return b.String()
+	return p
 }
 
-// startFresh places the cursor of a sink new to this directory before the
-// oldest segment still here: older rows left the WAL before the sink
-// existed (they are in Parquet), so there is nothing to send for them.
-// Written at once, so that the segments stay for it even if it never
-// gets to store one before the next start.
-func (s *Store) startFresh(seqs []uint64, last uint64) error {
-	for _, r := range s.sinks {
+// closed is the last WAL segment that takes no more writes.
+func (k *sinkSet) closed() uint64 { return k.closedThrough.Load() }
+
+// placeFresh records where the WAL stands after recovery (seqs are the
+// segments present, last the last closed one), then places the cursor of a
+// sink new to this directory before the oldest segment still here: older
+// rows left the WAL before the sink existed (they are in Parquet), so
+// there is nothing to send for them. Written at once, so that the
+// segments stay for it even if it never gets to store one before the
+// next start.
+func (k *sinkSet) placeFresh(seqs []uint64, last uint64) error {
+	k.closedThrough.Store(last)
+	for _, r := range k.runners {
 		if !r.fresh {
 			continue
 		}
@@ -270,20 +296,44 @@ func (s *Store) startFresh(seqs []uint64, last uint64) error {
 		if len(seqs) > 0 {
 			start = seqs[0] - 1
 		}
-		if err := s.writeCursor(r.sink.Name(), start); err != nil {
+		if err := k.cursors.write(r.sink.Name(), start); err != nil {
 			return err
 		}
 		r.done.Store(start)
 		r.fresh = false
 	}
+	k.warnHeld()
 	return nil
+}
+
+// warnHeld says which segments wait for a consumer this start lacks.
+func (k *sinkSet) warnHeld() {
+	for name, seq := range k.held {
+		if seq < k.closedThrough.Load() {
+			k.log.Warn("keeping wal segments for a consumer this start does not have; start with it to store them, or delete its cursor file to let them go",
+				"consumer", name, "segments", k.closedThrough.Load()-seq, "cursor", k.cursors.path(name))
+		}
+	}
+}
+
+// heldNote names the absent consumers that keep segments, for errors.
+func (k *sinkSet) heldNote() string {
+	if len(k.held) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("; kept for consumers this start does not have:")
+	for name := range k.held {
+		fmt.Fprintf(&b, " %s (delete %s to let them go)", name, k.cursors.path(name))
+	}
+	return b.String()
 }
 
 // loadSidecarID returns the data directory's id, made on first use: it
 // keeps the sink tokens of sidecars sharing one destination apart.
-func (s *Store) loadSidecarID() (string, error) {
-	path := filepath.Join(s.sysDir, sidecarIDName)
-	data, err := s.fs.ReadFile(path)
+func (k *sinkSet) loadSidecarID() (string, error) {
+	path := filepath.Join(k.sysDir, sidecarIDName)
+	data, err := k.fs.ReadFile(path)
 	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
 		return strings.TrimSpace(string(data)), nil
 	}
@@ -291,103 +341,81 @@ func (s *Store) loadSidecarID() (string, error) {
 		return "", fmt.Errorf("read sidecar id: %w", err)
 	}
 	id := randomHex(8)
-	if err := writeFileAtomic(s.fs, path, []byte(id+"\n")); err != nil {
+	if err := writeFileAtomic(k.fs, path, []byte(id+"\n")); err != nil {
 		return "", fmt.Errorf("write sidecar id: %w", err)
 	}
 	return id, nil
 }
 
-// walDone records that Parquet holds every row of the segments through
-// seq, then drops the segments every consumer is past. The cursor is
-// written even without sinks, so that a sink added later, or a restart,
-// knows which segments Parquet has.
-func (s *Store) walDone(seq uint64) error {
-	if !s.opts.NoParquet && seq > s.parquetDone.Load() {
-		if err := s.writeCursor(parquetCursor, seq); err != nil {
-			return err
-		}
-		s.parquetDone.Store(seq)
-	}
-	return s.trimWAL(s.trimPoint())
-}
-
-// trimPoint is the last segment every consumer has, including those this
-// start does not run.
-func (s *Store) trimPoint() uint64 {
-	p := uint64(math.MaxUint64)
-	if !s.opts.NoParquet {
-		p = s.parquetDone.Load()
-	}
-	for _, r := range s.sinks {
-		p = min(p, r.done.Load())
-	}
-	for _, seq := range s.held {
-		p = min(p, seq)
-	}
-	return min(p, s.closedThrough.Load())
-}
-
-// trimWAL drops the segments through seq. The batch IDs they carry are
-// saved first, so that a retry of one of their batches is still known.
-func (s *Store) trimWAL(through uint64) error {
-	s.trimMu.Lock()
-	defer s.trimMu.Unlock()
-	// While recovering, the IDs of the segments are not all read yet;
-	// recovery trims once at its end.
-	if s.recovering || through <= s.trimmed {
-		return nil
-	}
-	if err := s.saveBatchIDs(); err != nil {
-		return err
-	}
-	if err := s.wal.RemoveThrough(through); err != nil {
-		return err
-	}
-	s.trimmed = through
-	return nil
-}
-
-// SinkLag returns how many closed WAL segments a sink has not stored yet.
-func (s *Store) SinkLag(name string) int64 {
-	for _, r := range s.sinks {
+// lag returns how many closed WAL segments a sink has not stored yet.
+func (k *sinkSet) lag(name string) int64 {
+	for _, r := range k.runners {
 		if r.sink.Name() == name {
-			return int64(s.closedThrough.Load()) - int64(min(r.done.Load(), s.closedThrough.Load()))
+			return int64(k.closedThrough.Load()) - int64(min(r.done.Load(), k.closedThrough.Load()))
 		}
 	}
 	return 0
 }
 
-// SinkNames lists the configured sinks.
-func (s *Store) SinkNames() []string {
-	names := make([]string, len(s.sinks))
-	for i, r := range s.sinks {
+// names lists the configured sinks.
+func (k *sinkSet) names() []string {
+	names := make([]string, len(k.runners))
+	for i, r := range k.runners {
 		names[i] = r.sink.Name()
 	}
 	return names
 }
 
-// drainSinks gives the sinks a bounded time to store every closed segment,
+// start runs one loop per sink until stop.
+func (k *sinkSet) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	k.cancel = cancel
+	for _, r := range k.runners {
+		k.wg.Add(1)
+		go k.loop(ctx, r)
+	}
+}
+
+// drain gives the sinks a bounded time to store every closed segment,
 // then tells idle sink loops to stop.
-func (s *Store) drainSinks() {
-	defer close(s.sinkDrained)
-	if len(s.sinks) == 0 {
+func (k *sinkSet) drain() {
+	defer close(k.drained)
+	if len(k.runners) == 0 {
 		return
 	}
-	s.wakeSinks()
-	deadline := time.Now().Add(s.opts.SinkDrainTimeout)
+	k.wake()
+	deadline := time.Now().Add(k.drainTimeout)
 	for time.Now().Before(deadline) {
 		behind := false
-		for _, r := range s.sinks {
-			behind = behind || r.done.Load() < s.closedThrough.Load()
+		for _, r := range k.runners {
+			behind = behind || r.done.Load() < k.closedThrough.Load()
 		}
 		if !behind {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, r := range s.sinks {
-		if lag := s.SinkLag(r.sink.Name()); lag > 0 {
-			s.log.Warn("stopping with wal segments a sink has not stored; they are sent on the next start", "sink", r.sink.Name(), "segments", lag)
+	for _, r := range k.runners {
+		if lag := k.lag(r.sink.Name()); lag > 0 {
+			k.log.Warn("stopping with wal segments a sink has not stored; they are sent on the next start", "sink", r.sink.Name(), "segments", lag)
+		}
+	}
+}
+
+// stop cancels the sinks' writes and waits for their loops.
+func (k *sinkSet) stop() {
+	k.cancel()
+	k.wg.Wait()
+}
+
+// abandon stops the loops the way a crash would: no drain.
+func (k *sinkSet) abandon() { k.stop() }
+
+// closeSinks closes every sink once no loop runs.
+func (k *sinkSet) closeSinks() {
+	for _, r := range k.runners {
+		if cerr := r.sink.Close(); cerr != nil {
+			k.log.Warn("close sink", "sink", r.sink.Name(), "error", cerr)
 		}
 	}
 }
@@ -398,8 +426,15 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func (s *Store) wakeSinks() {
-	for _, r := range s.sinks {
+// segmentClosed is told by the committer that the segments through seq
+// take no more writes, and wakes the sinks.
+func (k *sinkSet) segmentClosed(seq uint64) {
+	k.closedThrough.Store(seq)
+	k.wake()
+}
+
+func (k *sinkSet) wake() {
+	for _, r := range k.runners {
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -407,37 +442,37 @@ func (s *Store) wakeSinks() {
 	}
 }
 
-// sinkLoop writes closed segments to one sink, in order, until the store
+// loop writes closed segments to one sink, in order, until the store
 // closes (after a bounded drain).
-func (s *Store) sinkLoop(ctx context.Context, r *sinkRunner) {
-	defer s.wg.Done()
+func (k *sinkSet) loop(ctx context.Context, r *sinkRunner) {
+	defer k.wg.Done()
 	backoff := 100 * time.Millisecond
 	for {
 		next := r.done.Load() + 1
-		if next > s.closedThrough.Load() {
+		if next > k.closedThrough.Load() {
 			select {
 			case <-r.wake:
 				continue
-			case <-s.sinkDrained:
+			case <-k.drained:
 				return
-			case <-s.quit:
+			case <-k.quit:
 				return
 			case <-ctx.Done():
 				return
 			}
 		}
-		err := s.sinkSegment(ctx, r, next)
+		err := k.segment(ctx, r, next)
 		if err == nil {
-			err = s.writeCursor(r.sink.Name(), next)
+			err = k.cursors.write(r.sink.Name(), next)
 		}
 		if err == nil {
 			r.done.Store(next)
 			backoff = 100 * time.Millisecond
 			// Each trim rewrites the batch ID file: a sink catching up
 			// trims every few segments, not after each.
-			if next >= s.closedThrough.Load() || next%sinkTrimEvery == 0 {
-				if terr := s.trimWAL(s.trimPoint()); terr != nil {
-					s.log.Error("cannot remove wal segments", "error", terr)
+			if next >= k.closedThrough.Load() || next%sinkTrimEvery == 0 {
+				if terr := k.trim(); terr != nil {
+					k.log.Error("cannot remove wal segments", "error", terr)
 				}
 			}
 			continue
@@ -445,10 +480,10 @@ func (s *Store) sinkLoop(ctx context.Context, r *sinkRunner) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("sink write failed; the rows stay in the wal and are retried", "sink", r.sink.Name(), "wal_segment", next, "retry_in", backoff, "error", err)
+		k.log.Warn("sink write failed; the rows stay in the wal and are retried", "sink", r.sink.Name(), "wal_segment", next, "retry_in", backoff, "error", err)
 		select {
 		case <-time.After(backoff):
-		case <-s.quit:
+		case <-k.quit:
 			return
 		case <-ctx.Done():
 			return
@@ -464,20 +499,20 @@ type sinkGroup struct {
 	ipcs     [][]byte
 }
 
-// sinkSegment writes every table of one closed segment to the sink.
-func (s *Store) sinkSegment(ctx context.Context, r *sinkRunner, seq uint64) error {
-	groups, err := s.groupSegment(seq)
+// segment writes every table of one closed segment to the sink.
+func (k *sinkSet) segment(ctx context.Context, r *sinkRunner, seq uint64) error {
+	groups, err := k.groupSegment(seq)
 	if errors.Is(err, os.ErrNotExist) {
 		// Trimmed while this sink was not configured: its rows are in
 		// Parquet, and this sink never had them.
-		s.log.Warn("wal segment is gone; the sink skips it", "sink", r.sink.Name(), "wal_segment", seq)
+		k.log.Warn("wal segment is gone; the sink skips it", "sink", r.sink.Name(), "wal_segment", seq)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	for _, g := range groups {
-		if err := s.sinkGroup(ctx, r, seq, g); err != nil {
+		if err := k.writeGroup(ctx, r, seq, g); err != nil {
 			return err
 		}
 	}
@@ -487,10 +522,10 @@ func (s *Store) sinkSegment(ctx context.Context, r *sinkRunner, seq uint64) erro
 // groupSegment splits a segment's records by table and schema variant,
 // keeping WAL order within each: the same segment always gives the same
 // groups, so a rewrite after a crash carries the same tokens and rows.
-func (s *Store) groupSegment(seq uint64) ([]*sinkGroup, error) {
+func (k *sinkSet) groupSegment(seq uint64) ([]*sinkGroup, error) {
 	var groups []*sinkGroup
 	index := map[string]*sinkGroup{}
-	err := s.readSegment(seq, func(e walEntry) error {
+	err := k.readSegment(seq, func(e walEntry) error {
 		key := e.database + "\x00" + e.table + "\x00" + string(schemaKey(e.ipc))
 		g := index[key]
 		if g == nil {
@@ -517,15 +552,15 @@ func schemaKey(ipc []byte) []byte {
 // rewrite cuts the same chunks.
 var sinkChunkBytes = 8 << 20 // a variable for tests
 
-// sinkGroup writes one table's rows of a segment, chunk by chunk.
-func (s *Store) sinkGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup) error {
+// writeGroup writes one table's rows of a segment, chunk by chunk.
+func (k *sinkSet) writeGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup) error {
 	for chunk, start := 0, 0; start < len(g.ipcs); chunk++ {
 		end, size := start, 0
 		for end < len(g.ipcs) && (end == start || size+len(g.ipcs[end]) <= sinkChunkBytes) {
 			size += len(g.ipcs[end])
 			end++
 		}
-		if err := s.sinkChunk(ctx, r, seq, g, chunk, g.ipcs[start:end]); err != nil {
+		if err := k.writeChunk(ctx, r, seq, g, chunk, g.ipcs[start:end]); err != nil {
 			return err
 		}
 		start = end
@@ -533,7 +568,7 @@ func (s *Store) sinkGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 	return nil
 }
 
-func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup, chunk int, ipcs [][]byte) error {
+func (k *sinkSet) writeChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup, chunk int, ipcs [][]byte) error {
 	w := SinkWrite{Database: g.database}
 	defer func() {
 		for _, rec := range w.Records {
@@ -542,7 +577,7 @@ func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 	}()
 	var walSchema *arrow.Schema // as the WAL holds it, for the token
 	for _, ipc := range ipcs {
-		raw, err := arcflight.DecodeRecord(ipc, s.mem)
+		raw, err := arcflight.DecodeRecord(ipc, k.mem)
 		if err != nil {
 			return fmt.Errorf("decode wal record: %w", err)
 		}
@@ -565,31 +600,48 @@ func (s *Store) sinkChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sin
 	if !IsOTLPTable(g.table) {
 		variant = variantOf(walSchema)
 	}
-	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x-%d", s.sidecarID, seq, g.database, g.table, variant, chunk)
+	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x-%d", k.sidecarID, seq, g.database, g.table, variant, chunk)
 	wctx, cancel := context.WithTimeout(ctx, sinkTimeout)
 	start := time.Now()
 	err = r.sink.Write(wctx, w)
 	cancel()
 	written := SinkWritten{Sink: r.sink.Name(), Database: g.database, Table: g.table, Rows: w.Rows, Duration: time.Since(start), Err: err}
 	if !errors.Is(err, ErrRejected) {
-		s.opts.Observer.SinkWrote(written)
+		k.obs.SinkWrote(written)
 		return err
 	}
-	if !s.opts.NoParquet {
-		s.opts.Observer.SinkWrote(written)
-		s.log.Error("sink refuses rows; they are skipped for this sink (Parquet has them)",
+	if !k.noParquet {
+		k.obs.SinkWrote(written)
+		k.log.Error("sink refuses rows; they are skipped for this sink (Parquet has them)",
 			"sink", r.sink.Name(), "database", g.database, "table", g.table, "rows", w.Rows, "wal_segment", seq, "error", err)
 		return nil
 	}
 	// The sinks are the only storage: the rows must outlive their segment.
-	path := s.deadLetterPath(r.sink.Name(), seq, g, t.variant, chunk)
-	if derr := s.deadLetter(path, w); derr != nil {
-		s.opts.Observer.SinkWrote(written)
+	path := k.deadLetterPath(r.sink.Name(), seq, g, t.variant, chunk)
+	if derr := k.deadLetter(path, w); derr != nil {
+		k.obs.SinkWrote(written)
 		return fmt.Errorf("sink refuses rows and keeping them failed: %w", derr)
 	}
 	written.DeadLetter = path
-	s.opts.Observer.SinkWrote(written)
-	s.log.Error("sink refuses rows; Parquet is off, so they are kept in a dead-letter file",
+	k.obs.SinkWrote(written)
+	k.log.Error("sink refuses rows; Parquet is off, so they are kept in a dead-letter file",
 		"sink", r.sink.Name(), "database", g.database, "table", g.table, "rows", w.Rows, "wal_segment", seq, "file", path, "error", err)
 	return nil
+}
+
+// readSegment calls fn with every batch of a closed segment.
+func (k *sinkSet) readSegment(seq uint64, fn func(walEntry) error) error {
+	return wal.ReadSegment(k.fs, k.walDir, seq, func(_ int64, payload []byte) error {
+		entries, err := decodePayload(payload)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			e.seq = seq
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -316,11 +316,11 @@ func uniq(in []string) map[string]bool {
 func TestSidecarIDIsStable(t *testing.T) {
 	dir := t.TempDir()
 	s := openWithSink(t, dir, nil, newFakeSink(), Options{})
-	id := s.sidecarID
+	id := s.sinks.sidecarID
 	require.NoError(t, s.Close())
 	s = openWithSink(t, dir, nil, newFakeSink(), Options{})
 	defer s.Close()
-	assert.Equal(t, id, s.sidecarID)
+	assert.Equal(t, id, s.sinks.sidecarID)
 	assert.Len(t, id, 16)
 	assert.FileExists(t, filepath.Join(dir, systemDirName, sidecarIDName))
 }
@@ -395,7 +395,7 @@ func TestSinkAddedToAnOldDirectoryStartsAtItsWAL(t *testing.T) {
 
 	sink := newFakeSink()
 	s = openWithSink(t, dir, nil, sink, Options{})
-	assert.Positive(t, s.sinks[0].done.Load(), "starts at the oldest segment present, not at the first ever")
+	assert.Positive(t, s.sinks.runners[0].done.Load(), "starts at the oldest segment present, not at the first ever")
 	waitCaughtUp(t, s)
 	appendBatch(t, s, "new", t0)
 	require.NoError(t, s.Close())
@@ -588,7 +588,7 @@ func TestWALRoomIsThereOnceItsSegmentsAreGone(t *testing.T) {
 	require.NoError(t, s.Flush())
 	fsys.armed.Store(true)
 	sink.setErr(nil)
-	s.wakeSinks()
+	s.sinks.wake()
 	select {
 	case err := <-fsys.err:
 		assert.NoError(t, err, "the WAL is empty on disk: a write fits")

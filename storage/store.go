@@ -166,18 +166,14 @@ type Store struct {
 	mergeLimits mergeLimits // tests make runs tiny
 	lock        *os.File
 
-	sinks         []*sinkRunner
-	sidecarID     string
-	parquetDone   atomic.Uint64     // last WAL segment whose rows are in Parquet
-	closedThrough atomic.Uint64     // last WAL segment that takes no more writes
-	held          map[string]uint64 // cursors of consumers this start does not run
-	trimMu        sync.Mutex
-	trimmed       uint64 // segments through this one are gone; under trimMu
-	recovering    bool
-	parquetFresh  bool          // Parquet is new to a directory that had only sinks
-	repaired      walRepair     // what the WAL repair at start-up dropped
-	sinkDrained   chan struct{} // closed when Close stops waiting for sinks
-	sinkCancel    context.CancelFunc
+	sinks        *sinkSet
+	cursors      cursorDir
+	parquetDone  atomic.Uint64 // last WAL segment whose rows are in Parquet
+	trimMu       sync.Mutex
+	trimmed      uint64 // segments through this one are gone; under trimMu
+	recovering   bool
+	parquetFresh bool      // Parquet is new to a directory that had only sinks
+	repaired     walRepair // what the WAL repair at start-up dropped
 }
 
 type appendReq struct {
@@ -221,14 +217,11 @@ func Open(opts Options) (*Store, error) {
 		gen:         newGeneration(),
 		madeDirs:    map[string]bool{},
 		dedup:       newDedup(opts.DedupWindow, opts.Clock),
-
-		sinkDrained: make(chan struct{}),
-	}
-	for _, sk := range opts.Sinks {
-		s.sinks = append(s.sinks, &sinkRunner{sink: sk, wake: make(chan struct{}, 1)})
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName)}
+	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
+	s.cursors = s.sinks.cursors
 	lock, err := lockDir(s.sysDir)
 	if err != nil {
 		s.gen.release()
@@ -250,12 +243,7 @@ func Open(opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.maintainLoop()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.sinkCancel = cancel
-	for _, r := range s.sinks {
-		s.wg.Add(1)
-		go s.sinkLoop(ctx, r)
-	}
+	s.sinks.start()
 	return s, nil
 }
 
@@ -311,7 +299,17 @@ func (s *Store) recover() error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	if err := s.loadSinkState(); err != nil {
+	// Parquet's cursor is read even without sinks: a directory a sink used
+	// may hold segments that are in Parquet already (a sidecar restarted
+	// without its sink, `arcstore compact`), and they must not replay.
+	loadParquet := s.loadParquetCursor
+	if s.opts.NoParquet {
+		loadParquet = s.dropParquetCursor
+	}
+	if err := loadParquet(); err != nil {
+		return err
+	}
+	if err := s.sinks.load(); err != nil {
 		return err
 	}
 	if err := s.loadBatchIDs(); err != nil {
@@ -335,18 +333,12 @@ func (s *Store) recover() error {
 	}
 	// Segments that only sinks still need are in Parquet already: they are
 	// not replayed, but their batch IDs are remembered.
-	last := s.parquetDone.Load()
-	for _, r := range s.sinks {
-		last = max(last, r.done.Load())
-	}
-	for _, seq := range s.held {
-		last = max(last, seq)
-	}
+	last := max(s.parquetDone.Load(), s.sinks.high())
 	if len(seqs) > 0 {
 		last = max(last, seqs[len(seqs)-1])
 	}
 	if s.parquetFresh {
-		if err := s.writeCursor(parquetCursor, last); err != nil {
+		if err := s.cursors.write(parquetCursor, last); err != nil {
 			return err
 		}
 		s.parquetDone.Store(last)
@@ -377,15 +369,13 @@ func (s *Store) recover() error {
 		s.requestFlush()
 	}
 	s.gen.lastSeq = last
-	s.closedThrough.Store(last)
 	s.trimmed = last
 	if len(seqs) > 0 {
 		s.trimmed = seqs[0] - 1
 	}
-	if err := s.startFresh(seqs, last); err != nil {
+	if err := s.sinks.placeFresh(seqs, last); err != nil {
 		return err
 	}
-	s.warnHeld()
 	opts := s.walOptions()
 	opts.Counted = counted
 	w, err := wal.Open(opts, last+1)
@@ -597,7 +587,7 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 		return nil, err
 	}
 	if wal := s.wal.Bytes(); wal+size > s.opts.MaxWALBytes {
-		return nil, fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.heldNote())
+		return nil, fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.sinks.heldNote())
 	}
 	reqs := make([]*appendReq, 0, len(batches))
 	for i := range batches {
@@ -761,8 +751,7 @@ func (s *Store) rotate() *generation {
 	}
 	old.lastSeq = closed
 	s.gen = newGeneration()
-	s.closedThrough.Store(old.lastSeq)
-	s.wakeSinks()
+	s.sinks.segmentClosed(old.lastSeq)
 	return old
 }
 
@@ -886,15 +875,11 @@ func (s *Store) Close() error {
 	s.closeMu.Lock()   // waits for in-flight Appends
 	s.closeMu.Unlock()
 	err := s.Flush()
-	s.drainSinks()
+	s.sinks.drain()
 	close(s.quit)
-	s.sinkCancel()
+	s.sinks.stop()
 	s.wg.Wait()
-	for _, r := range s.sinks {
-		if cerr := r.sink.Close(); cerr != nil {
-			s.log.Warn("close sink", "sink", r.sink.Name(), "error", cerr)
-		}
-	}
+	s.sinks.closeSinks()
 	if s.pending != nil {
 		s.pending.gen.release()
 	}

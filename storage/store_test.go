@@ -53,7 +53,7 @@ func openStore(t *testing.T, dir string, fsys FS) *Store {
 func (s *Store) crash() {
 	s.closing.Store(true)
 	close(s.quit)
-	s.sinkCancel()
+	s.sinks.abandon()
 	s.wg.Wait()
 	s.wal.Abandon()
 	s.gen.release()

@@ -74,13 +74,7 @@ func (s *Store) WALRepaired() (records int, rows []DroppedRows) {
 // counts usually still read; rows already in Parquet and in every sink are
 // not lost.
 func (s *Store) walDropped(d wal.Dropped) int64 {
-	lost := !s.opts.NoParquet && d.Seq > s.parquetDone.Load()
-	for _, r := range s.sinks {
-		lost = lost || d.Seq > r.done.Load()
-	}
-	for _, seq := range s.held {
-		lost = lost || d.Seq > seq
-	}
+	lost := !s.opts.NoParquet && d.Seq > s.parquetDone.Load() || d.Seq > s.sinks.low()
 	if lost {
 		s.repaired.records++
 	} else {
@@ -208,23 +202,6 @@ func cutString(p []byte) (string, []byte, bool) {
 	return string(p[2 : 2+n]), p[2+n:], true
 }
 
-// readSegment calls fn with every batch of a closed segment.
-func (s *Store) readSegment(seq uint64, fn func(walEntry) error) error {
-	return wal.ReadSegment(s.fs, s.wal.dir, seq, func(_ int64, payload []byte) error {
-		entries, err := decodePayload(payload)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			e.seq = seq
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 func dirOf(path string) string { return filepath.Dir(path) }
 
 // decodeWALRecord decodes a batch of a WAL record in the contract's time
@@ -238,3 +215,53 @@ func decodeWALRecord(ipc []byte, mem memory.Allocator) (arrow.RecordBatch, error
 	defer rec.Release()
 	return schema.StoredTimes(rec), nil
 }
+
+// walDone records that Parquet holds every row of the segments through
+// seq, then drops the segments every consumer is past. The cursor is
+// written even without sinks, so that a sink added later, or a restart,
+// knows which segments Parquet has.
+func (s *Store) walDone(seq uint64) error {
+	if !s.opts.NoParquet && seq > s.parquetDone.Load() {
+		if err := s.cursors.write(parquetCursor, seq); err != nil {
+			return err
+		}
+		s.parquetDone.Store(seq)
+	}
+	return s.trimWAL(s.trimPoint())
+}
+
+// trimPoint is the last segment every consumer has, including those this
+// start does not run.
+func (s *Store) trimPoint() uint64 {
+	p := s.sinks.low()
+	if !s.opts.NoParquet {
+		p = min(p, s.parquetDone.Load())
+	}
+	return min(p, s.sinks.closed())
+}
+
+// trimWAL drops the segments through seq. The batch IDs they carry are
+// saved first, so that a retry of one of their batches is still known.
+func (s *Store) trimWAL(through uint64) error {
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	// While recovering, the IDs of the segments are not all read yet;
+	// recovery trims once at its end.
+	if s.recovering || through <= s.trimmed {
+		return nil
+	}
+	if err := s.saveBatchIDs(); err != nil {
+		return err
+	}
+	if err := s.wal.RemoveThrough(through); err != nil {
+		return err
+	}
+	s.trimmed = through
+	return nil
+}
+
+// SinkLag returns how many closed WAL segments a sink has not stored yet.
+func (s *Store) SinkLag(name string) int64 { return s.sinks.lag(name) }
+
+// SinkNames lists the configured sinks.
+func (s *Store) SinkNames() []string { return s.sinks.names() }
