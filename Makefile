@@ -26,6 +26,13 @@ CHDB_VERSION := 26.9.0
 VERSITYGW_VERSION := v1.8.0
 TELEGRAF_VERSION := v1.37.2
 OCB         := $(TOOLS)/builder
+# The collector users already run, for the side-by-side of
+# loadtest-contrib-clickhouse: ocb writes its own core release into the
+# generated go.mod, so the contrib manifest (loadtest/contrib) is built by
+# the ocb of its release, installed beside ours.
+CONTRIB_OCB_VERSION := v0.165.0
+CONTRIB_OCB := $(TOOLS)/ocb-$(CONTRIB_OCB_VERSION)/builder
+CONTRIB_COLLECTOR := _build/contrib-clickhouse/otelcol-contrib-clickhouse
 MDATAGEN    := $(TOOLS)/mdatagen
 TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
@@ -55,7 +62,8 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './
 	loadtest-traces loadtest-logs loadtest-metrics loadtest-mixed loadtest-sweep \
 	loadtest-arc-metrics loadtest-arc-logs loadtest-arc-traces loadtest-arc-events loadtest-arc-mixed \
 	loadtest-arc-logs-cycled loadtest-arc-traces-cycled \
-	loadtest-campaign querybench loadtest-arc demo loadtest-clickhouse loadtest-latency
+	loadtest-campaign querybench loadtest-arc demo loadtest-clickhouse loadtest-latency \
+	contrib-clickhouse loadtest-contrib-clickhouse
 
 all: build
 
@@ -88,6 +96,16 @@ tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPA
 
 $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+$(CONTRIB_OCB):
+	GOBIN=$(TOOLS)/ocb-$(CONTRIB_OCB_VERSION) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(CONTRIB_OCB_VERSION)
+
+# The contrib clickhouseexporter's collector (loadtest/contrib/builder-config.yaml).
+contrib-clickhouse: $(CONTRIB_COLLECTOR)
+
+$(CONTRIB_COLLECTOR): loadtest/contrib/builder-config.yaml | $(CONTRIB_OCB)
+	mkdir -p _build
+	CGO_ENABLED=0 $(CONTRIB_OCB) --config loadtest/contrib/builder-config.yaml
 
 # `go install mdatagen@version` refuses mdatagen: its go.mod has replace
 # directives. It is built in a throwaway module instead, where the schemagen
@@ -277,6 +295,16 @@ loadtest-latency: tools build
 # The ClickHouse sink under load: Parquet + ClickHouse, then ClickHouse alone.
 loadtest-clickhouse: tools build
 	loadtest/clickhouse.sh
+
+# Our stack beside the contrib clickhouseexporter into ClickHouse 26.9
+# under the same OTLP load and client count, alternating ours, contrib,
+# contrib, ours (loadtest/contrib.sh); CONTRIB_SCENARIO=logs or metrics.
+CONTRIB_SCENARIO ?= traces
+CONTRIB_WORKERS ?= 16
+loadtest-contrib-clickhouse: tools build $(CONTRIB_COLLECTOR)
+	ARC_CONTRIB_COLLECTOR=$(CURDIR)/$(CONTRIB_COLLECTOR) $(GO) test -count=1 -run '^TestContribConfig' ./loadtest/internal/stack/
+	SCENARIO=$(CONTRIB_SCENARIO) DURATION=$(LOADTEST_DURATION) WORKERS=$(CONTRIB_WORKERS) \
+		CONTRIB=$(CONTRIB_COLLECTOR) ARCLOAD_FLAGS='$(LOADTEST_FLAGS)' loadtest/contrib.sh
 
 # The demo story of docs/QUERIES.md, through the collector, once.
 loadtest-campaign: tools build

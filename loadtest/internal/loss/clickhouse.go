@@ -48,6 +48,22 @@ func (c ClickHouse) Count(database, table string, identity Identity, where strin
 	return found, distinct, nil
 }
 
+// Parts returns the active parts of database.table, and of the tables
+// named table_* beside it (a materialized view's target, such as the
+// contrib exporter's trace id lookup), and their bytes on disk: what the
+// rows cost there at this moment (merges go on in the background).
+func (c ClickHouse) Parts(database, table string) (parts int, bytes int64, err error) {
+	out, err := c.query(fmt.Sprintf("SELECT count(), sum(bytes_on_disk) FROM system.parts WHERE active AND database = %s AND (table = %s OR startsWith(table, %s)) FORMAT TSV",
+		quoteString(database), quoteString(table), quoteString(table+"_")))
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := fmt.Sscanf(out, "%d\t%d", &parts, &bytes); err != nil {
+		return 0, 0, fmt.Errorf("clickhouse answered %q: %w", out, err)
+	}
+	return parts, bytes, nil
+}
+
 func (c ClickHouse) query(q string) (string, error) {
 	resp, err := http.Post(strings.TrimSuffix(c.URL, "/")+"/?"+url.Values{"query": {q}}.Encode(), "text/plain", nil)
 	if err != nil {
@@ -65,3 +81,7 @@ func (c ClickHouse) query(q string) (string, error) {
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+func quoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
+}

@@ -160,3 +160,30 @@ func TestCountWithClickHouse(t *testing.T) {
 	_, _, err = c.Count("default", "logs", "no_such_column", "")
 	assert.ErrorContains(t, err, "clickhouse: 4", "the server's error is passed on")
 }
+
+// TestClickHouseParts: Parts sums a table's active parts
+// with the tables named after it (a view's target), not a table that merely
+// shares its prefix.
+func TestClickHouseParts(t *testing.T) {
+	srv := chtest.Start(t)
+	for _, table := range []string{"otel_traces", "otel_traces_trace_id_ts", "otel_traces2"} {
+		srv.MustQuery("CREATE TABLE default." + table + " (id String) ENGINE = MergeTree ORDER BY tuple()")
+	}
+	srv.MustQuery("INSERT INTO default.otel_traces SELECT toString(number) FROM numbers(100)")
+	srv.MustQuery("INSERT INTO default.otel_traces_trace_id_ts SELECT toString(number) FROM numbers(10)")
+	srv.MustQuery("INSERT INTO default.otel_traces2 SELECT toString(number) FROM numbers(1000)")
+	c := ClickHouse{URL: "http://" + srv.HTTP}
+
+	parts, bytes, err := c.Parts("default", "otel_traces")
+	require.NoError(t, err)
+	assert.Equal(t, 2, parts, "the table's part and its lookup table's, not otel_traces2's")
+	want, err := c.query("SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND table IN ('otel_traces', 'otel_traces_trace_id_ts')")
+	require.NoError(t, err)
+	assert.Equal(t, want, fmt.Sprint(bytes))
+
+	parts, bytes, err = c.Parts("default", "no_such_table")
+	require.NoError(t, err)
+	assert.Zero(t, parts)
+	assert.Zero(t, bytes)
+
+}

@@ -133,11 +133,21 @@ type Config struct {
 	// sidecar's sink writes (-sidecar-args -clickhouse-addr ...): the loss
 	// check counts there too, and with -parquet=false only there.
 	ClickHouseHTTP string
-	ResultsDir     string
-	Interval       time.Duration
-	QueueSize      int
-	ExporterExtra  string // YAML added to the arc exporter's settings
-	SidecarArgs    []string
+	// ClickHousePID is the ClickHouse server's process: its CPU and peak
+	// RSS are reported with the phase that stores.
+	ClickHousePID int
+	// ContribCollector, when set, runs the stored phase on this collector
+	// (an ocb build with the contrib clickhouseexporter, loadtest/contrib)
+	// in place of ours: its exporter writes the ClickHouse at
+	// ContribClickHouseAddr (native protocol), and the loss check counts
+	// there through ClickHouseHTTP.
+	ContribCollector      string
+	ContribClickHouseAddr string
+	ResultsDir            string
+	Interval              time.Duration
+	QueueSize             int
+	ExporterExtra         string // YAML added to the arc exporter's settings
+	SidecarArgs           []string
 	// CollectorPprof is where our stack's collector serves pprof, if set.
 	CollectorPprof string
 	DrainTimeout   time.Duration
@@ -214,6 +224,21 @@ func (c Config) Validate() error {
 	}
 	if c.TargetParquet != "" && c.TargetSettle <= 0 {
 		errs = append(errs, fmt.Errorf("target settle %v: must be positive", c.TargetSettle))
+	}
+	if c.ContribCollector != "" {
+		switch {
+		case c.Driver != DriverOTLP:
+			errs = append(errs, fmt.Errorf("-contrib-collector needs the %s driver: the loss check finds its rows by their ids", DriverOTLP))
+		case c.Target != "":
+			errs = append(errs, errors.New("-contrib-collector starts its own collector: no -target"))
+		case c.ContribClickHouseAddr == "" || c.ClickHouseHTTP == "":
+			errs = append(errs, errors.New("-contrib-collector needs -contrib-clickhouse-addr (its exporter's native endpoint) and -clickhouse-http (to count its rows)"))
+		case c.Sweep.Enabled:
+			errs = append(errs, errors.New("-contrib-collector runs one steady load, not a sweep"))
+		}
+	}
+	if c.ClickHousePID < 0 {
+		errs = append(errs, fmt.Errorf("clickhouse pid %d: must be positive", c.ClickHousePID))
 	}
 	if c.Target != "" && c.Ceiling {
 		errs = append(errs, errors.New("the ceiling needs a stack of its own: use -ceiling=false with -target"))

@@ -27,6 +27,8 @@ const (
 	procTelgen    = "telemetrygen"
 	// procTarget is a running target's server (-target-pid).
 	procTarget = "target"
+	// procClickHouse is the ClickHouse server (-clickhouse-pid).
+	procClickHouse = "clickhouse"
 )
 
 // Runner carries out runs; Progress receives the live progress lines.
@@ -50,9 +52,13 @@ func (r *Runner) Run(ctx context.Context) (*report.Report, error) {
 		}
 		rep.Ceiling = ph
 	}
-	ph, err := r.phase(ctx, stack.ExportArc)
+	ours := stack.ExportArc
+	if r.ContribCollector != "" {
+		ours = stack.ExportContribClickHouse
+	}
+	ph, err := r.phase(ctx, ours)
 	if err != nil {
-		return nil, fmt.Errorf("arc: %w", err)
+		return nil, fmt.Errorf("%s: %w", ours, err)
 	}
 	rep.Arc = ph
 	if rep.Ceiling != nil && rep.Ceiling.Rate > 0 {
@@ -126,8 +132,11 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	if IsArc(r.Scenario) {
 		name = "arc (sidecar write API)"
 	}
+	if export == stack.ExportContribClickHouse {
+		name = "contrib clickhouseexporter"
+	}
 	if r.Target != "" {
-		t := &target{name: name, export: export, otlp: r.Target, url: r.Target, collectorMetrics: r.CollectorMetrics,
+		t := &target{name: name, export: export, exporter: stack.ExportArc, otlp: r.Target, url: r.Target, collectorMetrics: r.CollectorMetrics,
 			sidecarMetrics: r.SidecarMetrics, dataDir: r.DataDir, procs: map[string]*stack.Proc{}, pids: map[string]int{}}
 		if IsArc(r.Scenario) {
 			t.name = "target " + r.Target
@@ -144,7 +153,8 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	if IsArc(r.Scenario) {
 		mode = stack.SidecarOnly
 	}
-	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: mode, QueueSize: r.QueueSize, ExporterExtra: r.ExporterExtra, SidecarArgs: r.SidecarArgs}
+	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: mode, QueueSize: r.QueueSize, ExporterExtra: r.ExporterExtra, SidecarArgs: r.SidecarArgs,
+		ContribCollector: r.ContribCollector, ClickHouseAddr: r.ContribClickHouseAddr, ClickHouseDatabase: r.database()}
 	if export == stack.ExportArc {
 		opts.CollectorPprof = r.CollectorPprof
 	}
@@ -152,10 +162,16 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: name, export: export, otlp: st.OTLP, url: st.SidecarURL, collectorMetrics: st.CollectorMetrics,
+	t := &target{name: name, export: export, exporter: stack.ExportArc, otlp: st.OTLP, url: st.SidecarURL, collectorMetrics: st.CollectorMetrics,
 		sidecarMetrics: st.SidecarMetrics, dataDir: st.DataDir, stack: st, procs: map[string]*stack.Proc{}, pids: map[string]int{}}
-	if st.Collector != nil {
+	if export == stack.ExportContribClickHouse {
+		t.exporter = stack.ContribExporter
+		t.procs[stack.ContribBin] = st.Collector
+	} else if st.Collector != nil {
 		t.procs[procCollector] = st.Collector
+	}
+	if r.ClickHousePID > 0 && export != stack.ExportNop {
+		t.pids[procClickHouse] = r.ClickHousePID
 	}
 	if st.Sidecar != nil {
 		t.procs[procSidecar] = st.Sidecar
@@ -258,7 +274,7 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 	}
 	ph := &report.Phase{Name: tgt.name, Export: export, Target: r.Rate, Procs: map[string]stack.Usage{}}
 	sendStart := time.Now()
-	if r.Sweep.Enabled && export == stack.ExportArc {
+	if r.Sweep.Enabled && export != stack.ExportNop {
 		err = r.sweep(ctx, l, w, ph)
 	} else {
 		err = r.steady(ctx, l, w, ph, r.Rate, r.Duration)
@@ -273,12 +289,12 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 			ph.Payload[s.Table()] = report.PayloadSize(size)
 		}
 	}
-	if export == stack.ExportArc && tgt.collectorMetrics != "" {
+	if export != stack.ExportNop && tgt.collectorMetrics != "" {
 		drainStart := time.Now()
 		if err := r.drain(w, ph); err != nil {
 			return nil, err
 		}
-		if r.ClickHouseHTTP != "" {
+		if r.ClickHouseHTTP != "" && tgt.sidecarMetrics != "" {
 			// ClickHouse rows count as stored once the sink has them.
 			if err := waitSinks(tgt.sidecarMetrics, r.DrainTimeout); err != nil {
 				return nil, err
@@ -318,7 +334,7 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 	} else {
 		ph.Procs[procTelgen] = l.tg.Usage
 	}
-	if export == stack.ExportArc {
+	if export != stack.ExportNop {
 		if err := r.finishTarget(tgt, ph); err != nil {
 			return nil, err
 		}
@@ -392,13 +408,13 @@ func (r *Runner) drain(w *watcher, ph *report.Phase) error {
 		}
 		pending := 0.0
 		for _, s := range r.Signals() {
-			pending += accepted(snap, s) - accepted(w.first.collector, s) - (sentByArc(snap, s) - sentByArc(w.first.collector, s))
+			pending += accepted(snap, s) - accepted(w.first.collector, s) - (doneBy(snap, s, w.tgt.exporter) - doneBy(w.first.collector, s, w.tgt.exporter))
 		}
 		if pending <= 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the collector still had %.0f items not acknowledged by the sidecar %s after the load", pending, r.DrainTimeout)
+			return fmt.Errorf("the collector's %s exporter still had %.0f items not sent %s after the load", w.tgt.exporter, pending, r.DrainTimeout)
 		}
 		time.Sleep(200 * time.Millisecond)
 		if time.Since(w.prev.at) >= r.Interval {
@@ -454,6 +470,9 @@ func (r *Runner) identity(l *load, s driver.Signal) (loss.Identity, string) {
 }
 
 func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
+	if tgt.export == stack.ExportContribClickHouse {
+		return r.checkContribLoss(l, ph)
+	}
 	if tgt.dataDir == "" {
 		r.Progress("no data directory to count rows in (-data-dir): loss check skipped")
 		return nil
@@ -492,6 +511,31 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 			}
 			ph.Loss = append(ph.Loss, loss.Compute(clickhousePrefix+s.Table(), ph.Acked[s.Table()], found, distinct))
 		}
+	}
+	return nil
+}
+
+// checkContribLoss counts the contrib exporter's rows in its own tables,
+// and their parts' bytes on disk (with the tables it fills alongside, such
+// as the trace id lookup).
+func (r *Runner) checkContribLoss(l *load, ph *report.Phase) error {
+	// The exporter counts a batch as sent once its INSERT returned: with
+	// the server's wait_for_async_insert (on by default) that is after the
+	// rows are in a part, so the count needs no flush first.
+	ch := loss.ClickHouse{URL: r.ClickHouseHTTP}
+	for _, s := range r.Signals() {
+		ct := stack.ContribTables[s.Table()]
+		lo, hi := l.otlp.IDRange()
+		col := fmt.Sprintf("%s['%s']", ct.Attributes, driver.IDAttribute)
+		found, distinct, err := ch.Count(r.database(), ct.Table, loss.Identity(col), fmt.Sprintf("%s BETWEEN '%s' AND '%s'", col, lo, hi))
+		if err != nil {
+			return fmt.Errorf("count %s in clickhouse: %w", ct.Table, err)
+		}
+		t := loss.Compute(clickhousePrefix+ct.Table, ph.Acked[s.Table()], found, distinct)
+		if t.Files, t.Bytes, err = ch.Parts(r.database(), ct.Table); err != nil {
+			return err
+		}
+		ph.Loss = append(ph.Loss, t)
 	}
 	return nil
 }

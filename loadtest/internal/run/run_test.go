@@ -59,6 +59,16 @@ func TestConfigValidate(t *testing.T) {
 		{"parquet that never settles", func(c *Config) {
 			c.Target, c.CollectorMetrics, c.TargetParquet = "x:1", "http://x/metrics", "/a"
 		}, "target settle 0s"},
+		{"contrib collector without its ClickHouse", func(c *Config) { c.ContribCollector = "otelcol-contrib" }, "-contrib-clickhouse-addr"},
+		{"contrib collector with telemetrygen", func(c *Config) {
+			c.ContribCollector, c.ContribClickHouseAddr, c.ClickHouseHTTP = "otelcol-contrib", "127.0.0.1:9000", "http://127.0.0.1:8123"
+			c.Driver = DriverTelemetrygen
+		}, "needs the otlp driver"},
+		{"contrib collector at a running target", func(c *Config) {
+			c.ContribCollector, c.ContribClickHouseAddr, c.ClickHouseHTTP = "otelcol-contrib", "127.0.0.1:9000", "http://127.0.0.1:8123"
+			c.Target, c.CollectorMetrics, c.Ceiling = "x:1", "http://x/metrics", false
+		}, "no -target"},
+		{"negative clickhouse pid", func(c *Config) { c.ClickHousePID = -1 }, "clickhouse pid -1"},
 		{"sweep without a step", func(c *Config) {
 			c.Sweep = SweepConfig{Enabled: true, Start: 1, Hold: time.Minute, MaxP99: time.Second}
 		}, "sweep start"},
@@ -285,4 +295,10 @@ func TestTargetProcessWatched(t *testing.T) {
 
 	gone := &target{pids: map[string]int{procTarget: 1 << 30}}
 	assert.ErrorContains(t, targetUsage(gone, point{}, ph), "target process")
+}
+
+func TestConfigAcceptsTheContribCollector(t *testing.T) {
+	c := validConfig()
+	c.ContribCollector, c.ContribClickHouseAddr, c.ClickHouseHTTP, c.ClickHousePID = "otelcol-contrib", "127.0.0.1:9000", "http://127.0.0.1:8123", 42
+	assert.NoError(t, c.Validate())
 }

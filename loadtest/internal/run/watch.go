@@ -45,13 +45,17 @@ func refused(snap scrape.Snapshot, s driver.Signal) float64 {
 	return snap.Sum("otelcol_receiver_refused_"+itemName(s), nil)
 }
 
-func sentByArc(snap scrape.Snapshot, s driver.Signal) float64 {
-	return snap.Sum("otelcol_exporter_sent_"+itemName(s), map[string]string{"exporter": "arc"})
+// doneBy is what the exporter has finished with: sent, or failed after its
+// retries (then the loss check finds it missing).
+func doneBy(snap scrape.Snapshot, s driver.Signal, exporter string) float64 {
+	by := map[string]string{"exporter": exporter}
+	return snap.Sum("otelcol_exporter_sent_"+itemName(s), by) + snap.Sum("otelcol_exporter_send_failed_"+itemName(s), by)
 }
 
 // target is what a phase loads and watches.
 type target struct {
 	name, export     string
+	exporter         string // the collector's exporter, as its metrics label it
 	otlp             string
 	url              string // the sidecar's (or an Arc server's) HTTP base URL
 	collectorMetrics string
@@ -178,7 +182,7 @@ func (w *watcher) between(a, b point, targetRate float64) report.Sample {
 		}
 	}
 	// One queue per pipeline: the fullest says whether one is filling.
-	s.QueueItems = b.collector.Max(metricQueueSize, map[string]string{"exporter": "arc"})
+	s.QueueItems = b.collector.Max(metricQueueSize, map[string]string{"exporter": w.tgt.exporter})
 	return s
 }
 

@@ -15,6 +15,8 @@ import (
 const (
 	SidecarBin   = "arcstore"
 	CollectorBin = "otelcol-arc"
+	// ContribBin is the process name of Options.ContribCollector.
+	ContribBin = "otelcol-contrib"
 )
 
 // Exporters a stack's collector sends to.
@@ -24,6 +26,10 @@ const (
 	// SidecarOnly starts no collector: Arc-protocol clients write to the
 	// sidecar's HTTP API.
 	SidecarOnly = "sidecar"
+	// ExportContribClickHouse starts Options.ContribCollector (an ocb
+	// build with the contrib clickhouseexporter, loadtest/contrib) instead
+	// of ours: OTLP in, rows into the ClickHouse at Options.ClickHouseAddr.
+	ExportContribClickHouse = "contrib-clickhouse"
 )
 
 // Options of a stack.
@@ -43,6 +49,12 @@ type Options struct {
 	// CollectorPprof, when set, serves the collector's pprof extension
 	// there, for profiling a run.
 	CollectorPprof string
+	// ContribCollector, ClickHouseAddr (native protocol, host:port) and
+	// ClickHouseDatabase are the collector binary and the server of
+	// ExportContribClickHouse.
+	ContribCollector   string
+	ClickHouseAddr     string
+	ClickHouseDatabase string
 }
 
 // Stack is a running collector and, exporting to arc, its sidecar.
@@ -61,8 +73,8 @@ type Stack struct {
 
 // Start launches the stack and waits until it is ready.
 func Start(o Options) (*Stack, error) {
-	if o.Export != ExportArc && o.Export != ExportNop && o.Export != SidecarOnly {
-		return nil, fmt.Errorf("export %q: want %s, %s or %s", o.Export, ExportArc, ExportNop, SidecarOnly)
+	if o.Export != ExportArc && o.Export != ExportNop && o.Export != SidecarOnly && o.Export != ExportContribClickHouse {
+		return nil, fmt.Errorf("export %q: want %s, %s, %s or %s", o.Export, ExportArc, ExportNop, SidecarOnly, ExportContribClickHouse)
 	}
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create work dir: %w", err)
@@ -73,7 +85,7 @@ func Start(o Options) (*Stack, error) {
 	}
 	s := &Stack{OTLP: addr(ports[0])}
 	var sidecarGRPC string
-	if o.Export != ExportNop {
+	if o.Export == ExportArc || o.Export == SidecarOnly {
 		s.DataDir = filepath.Join(o.WorkDir, "data")
 		sidecarGRPC = addr(ports[1])
 		sidecarHTTP := addr(ports[2])
@@ -98,7 +110,11 @@ func Start(o Options) (*Stack, error) {
 		s.Stop()
 		return nil, fmt.Errorf("write collector config: %w", err)
 	}
-	if s.Collector, err = StartProcEnv(o.WorkDir, CollectorBin+"-"+o.Export, filepath.Join(o.BinDir, CollectorBin), collectorEnv(), "--config", cfgPath); err != nil {
+	name, bin := CollectorBin+"-"+o.Export, filepath.Join(o.BinDir, CollectorBin)
+	if o.Export == ExportContribClickHouse {
+		name, bin = ContribBin, o.ContribCollector
+	}
+	if s.Collector, err = StartProcEnv(o.WorkDir, name, bin, collectorEnv(), "--config", cfgPath); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -124,13 +140,12 @@ func (s *Stack) Stop() error {
 }
 
 func collectorConfig(o Options, otlpGRPC, otlpHTTP, sidecar, health string, metricsPort int) string {
-	exporter := "nop: {}"
-	if o.Export == ExportArc {
-		queue := o.QueueSize
-		if queue <= 0 {
-			queue = 100_000
-		}
-		queueYAML := fmt.Sprintf("sending_queue: {enabled: true, queue_size: %d, block_on_overflow: true}", queue)
+	exporter, name := "nop: {}", o.Export
+	switch o.Export {
+	case ExportContribClickHouse:
+		exporter, name = contribExporter(o), ContribExporter
+	case ExportArc:
+		queueYAML := fmt.Sprintf("sending_queue: {enabled: true, queue_size: %d, block_on_overflow: true}", queueSize(o))
 		if strings.Contains(o.ExporterExtra, "sending_queue:") {
 			queueYAML = ""
 		}
@@ -170,7 +185,15 @@ service:
     traces: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
     logs: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
     metrics: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
-`, otlpGRPC, otlpHTTP, exporter, health, metricsPort, o.Export, pprofExt, pprofName)
+`, otlpGRPC, otlpHTTP, exporter, health, metricsPort, name, pprofExt, pprofName)
+}
+
+// queueSize is the exporter's sending queue in items.
+func queueSize(o Options) int {
+	if o.QueueSize <= 0 {
+		return 100_000
+	}
+	return o.QueueSize
 }
 
 // collectorGOGC is the collector's GC target as make run and the image set
