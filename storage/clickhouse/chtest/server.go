@@ -57,6 +57,20 @@ func (s *Server) start() {
 		s.cannotStart("%v", err)
 	}
 	s.proc = proc
+	// chserver.py starts the HTTP listener after the native one: a test
+	// that queried over HTTP as soon as the native port answered was
+	// refused now and then.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", s.HTTP)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			proc.Stop()
+			s.cannotStart("no HTTP listener on %s: %v", s.HTTP, err)
+		}
+	}
 }
 
 func port(addr string) string {
