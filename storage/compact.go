@@ -555,7 +555,7 @@ func compactedName() string {
 func (s *Store) swap(dir string, merged map[string]bool, outputs []mergedFile) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	if err := s.publishUnfinished(); err != nil {
+	if err := s.flusher.unfinished(); err != nil {
 		return err
 	}
 	names, err := s.parquetFiles(dir)

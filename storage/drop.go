@@ -89,7 +89,7 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 	defer s.compactMu.Unlock()
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	if err := s.publishUnfinished(); err != nil {
+	if err := s.flusher.unfinished(); err != nil {
 		return false, err
 	}
 	dir := filepath.Join(s.dir, rel)
@@ -118,7 +118,7 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 			return true, fmt.Errorf("sync after dropping a partition: %w", err)
 		}
 	}
-	delete(s.madeDirs, dir)
+	s.flusher.forgetDir(dir)
 	// The tombstone is the folder itself: empty it, keep it.
 	entries, err := s.fs.ReadDir(tomb)
 	if err != nil {

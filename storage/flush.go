@@ -4,19 +4,129 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 )
 
+// flusher turns closed generations into Parquet files. It owns the
+// failed flush retried before the next one (pending), flush-intent.json,
+// its temp files in tmp/, Parquet's cursor (parquetDone) and the
+// partition folders it made durable (madeDirs). It says how far the WAL
+// holds Parquet's rows through done, synchronously inside publish before
+// the intent goes; it never removes a WAL segment itself, and never
+// writes a temp file again once its intent is durable.
+type flusher struct {
+	fs           FS
+	log          *slog.Logger
+	compression  string
+	rowGroupRows int64
+	noParquet    bool
+	interval     time.Duration
+	dir          string
+	sysDir       string
+	tmpDir       string
+	cursors      cursorDir
+	// rotates asks the committer for the generation to flush; quit
+	// stops the asking.
+	rotates chan<- chan *generation
+	quit    <-chan struct{}
+	trigger chan struct{}
+	// published is told the last WAL segment whose rows are in Parquet,
+	// once its files are durable and before the intent is removed: the
+	// Store trims the WAL there.
+	published func(lastSeq uint64) error
+	// released gives back the buffer a flushed generation held.
+	released func(bytes int64)
+
+	pending      *pendingFlush // a failed flush, retried before the next one
+	madeDirs     map[string]bool
+	parquetDone  atomic.Uint64 // last WAL segment whose rows are in Parquet
+	parquetFresh bool          // Parquet is new to a directory that had only sinks
+}
+
+func newFlusher(opts Options, sysDir string, rotates chan<- chan *generation, quit <-chan struct{}) *flusher {
+	return &flusher{
+		fs:           opts.FS,
+		log:          opts.Logger,
+		compression:  opts.Compression,
+		rowGroupRows: opts.RowGroupRows,
+		noParquet:    opts.NoParquet,
+		interval:     opts.FlushInterval,
+		dir:          opts.DataDir,
+		sysDir:       sysDir,
+		tmpDir:       filepath.Join(sysDir, tmpDirName),
+		cursors:      cursorDir{fs: opts.FS, dir: filepath.Join(sysDir, sinksDirName)},
+		rotates:      rotates,
+		quit:         quit,
+		trigger:      make(chan struct{}, 1),
+		madeDirs:     map[string]bool{},
+	}
+}
+
+// request asks for a flush soon; it never waits.
+func (fl *flusher) request() {
+	select {
+	case fl.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// done is the last WAL segment whose rows are in Parquet.
+func (fl *flusher) done() uint64 { return fl.parquetDone.Load() }
+
+// markDone records that Parquet holds every row of the segments through
+// seq, then lets the Store drop the segments every consumer is past. The
+// cursor is written even without sinks, so that a sink added later, or a
+// restart, knows which segments Parquet has.
+func (fl *flusher) markDone(seq uint64) error {
+	if !fl.noParquet && seq > fl.parquetDone.Load() {
+		if err := fl.cursors.write(parquetCursor, seq); err != nil {
+			return err
+		}
+		fl.parquetDone.Store(seq)
+	}
+	return fl.published(seq)
+}
+
+// placeFresh starts Parquet after last in a directory that had only
+// sinks (loadParquetCursor found no cursor of its own there).
+func (fl *flusher) placeFresh(last uint64) error {
+	if !fl.parquetFresh {
+		return nil
+	}
+	if err := fl.cursors.write(parquetCursor, last); err != nil {
+		return err
+	}
+	fl.parquetDone.Store(last)
+	return nil
+}
+
+// forgetDir drops a partition folder that was deleted (retention, a
+// drop) from the ones known to exist; tree lock held.
+func (fl *flusher) forgetDir(dir string) { delete(fl.madeDirs, dir) }
+
+// release frees the generation of a flush that never finished.
+func (fl *flusher) release() {
+	if fl.pending != nil {
+		fl.pending.gen.release()
+	}
+}
+
+// abandon drops what the flusher holds the way a crash would.
+func (fl *flusher) abandon() { fl.release() }
+
 // prepare writes every partition of gen to a durable temp file and records
 // the intent to publish them.
-func (s *Store) prepare(gen *generation) (*flushIntent, []FlushedFile, error) {
+func (fl *flusher) prepare(gen *generation) (*flushIntent, []FlushedFile, error) {
 	in := &flushIntent{LastSeq: gen.lastSeq}
 	var files []FlushedFile
 	keys := make([]partKey, 0, len(gen.parts))
@@ -26,20 +136,20 @@ func (s *Store) prepare(gen *generation) (*flushIntent, []FlushedFile, error) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].dir("") < keys[j].dir("") })
 	for _, k := range keys {
 		p := gen.parts[k]
-		step, size, err := s.writePartition(p, gen.lastSeq)
+		step, size, err := fl.writePartition(p, gen.lastSeq)
 		if err != nil {
-			s.removeTemps(in)
+			fl.removeTemps(in)
 			return nil, nil, fmt.Errorf("flush partition %s: %w", k.dir(""), err)
 		}
 		in.Files = append(in.Files, step)
 		files = append(files, FlushedFile{Database: k.database, Table: k.table, Rows: int64(p.rows), Bytes: size})
 	}
 	if len(in.Files) > 0 {
-		if err := s.writeIntent(in); err != nil {
+		if err := fl.writeIntent(in); err != nil {
 			// The intent may be on disk without its directory entry being
 			// durable: it must not outlive the temp files it names.
-			s.removeIntent()
-			s.removeTemps(in)
+			fl.removeIntent()
+			fl.removeTemps(in)
 			return nil, nil, err
 		}
 	}
@@ -48,44 +158,41 @@ func (s *Store) prepare(gen *generation) (*flushIntent, []FlushedFile, error) {
 
 // finish publishes the files of a prepared flush, drops the WAL segments it
 // covers and releases the generation's memory.
-func (s *Store) finish(gen *generation, in *flushIntent) error {
-	if err := s.publish(in); err != nil {
+func (fl *flusher) finish(gen *generation, in *flushIntent) error {
+	if err := fl.publish(in); err != nil {
 		return err
 	}
-	s.buffered.Add(-gen.bytes)
-	if gen.bytes > 0 {
-		s.room.broadcast()
-	}
+	fl.released(gen.bytes)
 	if gen.rows > 0 {
-		s.log.Info("flushed", "rows", gen.rows, "files", len(in.Files), "wal_segment", in.LastSeq)
+		fl.log.Info("flushed", "rows", gen.rows, "files", len(in.Files), "wal_segment", in.LastSeq)
 	}
 	gen.release()
 	return nil
 }
 
-func (s *Store) removeTemps(in *flushIntent) {
+func (fl *flusher) removeTemps(in *flushIntent) {
 	for _, st := range in.Files {
-		_ = s.fs.Remove(st.Temp)
+		_ = fl.fs.Remove(st.Temp)
 	}
 }
 
 // writePartition writes one partition's rows to a durable temp file and
 // returns the step that publishes it and the file's size.
-func (s *Store) writePartition(p *partition, lastSeq uint64) (publishStep, int64, error) {
+func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, int64, error) {
 	name := fileName(lastSeq)
 	step := publishStep{
-		Temp:  filepath.Join(s.tmpDir, name+".tmp"),
-		Final: filepath.Join(p.key.dir(s.dir), name),
+		Temp:  filepath.Join(fl.tmpDir, name+".tmp"),
+		Final: filepath.Join(p.key.dir(fl.dir), name),
 	}
-	if err := s.mkdirDurable(filepath.Dir(step.Final)); err != nil {
+	if err := fl.mkdirDurable(filepath.Dir(step.Final)); err != nil {
 		return step, 0, err
 	}
-	f, err := s.fs.OpenFile(step.Temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := fl.fs.OpenFile(step.Temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return step, 0, fmt.Errorf("create temp file: %w", err)
 	}
 	cw := &countingWriter{w: f}
-	err = s.encode(cw, p)
+	err = fl.encode(cw, p)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -93,17 +200,17 @@ func (s *Store) writePartition(p *partition, lastSeq uint64) (publishStep, int64
 		err = cerr
 	}
 	if err != nil {
-		_ = s.fs.Remove(step.Temp)
+		_ = fl.fs.Remove(step.Temp)
 		return step, 0, err
 	}
 	return step, cw.n, nil
 }
 
-func (s *Store) encode(f io.Writer, p *partition) error {
+func (fl *flusher) encode(f io.Writer, p *partition) error {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w, err := parquetfile.NewWriter(bw, p.table.Parquet, p.table.Arrow, parquetfile.Options{
-		Compression:  s.opts.Compression,
-		RowGroupRows: s.opts.RowGroupRows,
+		Compression:  fl.compression,
+		RowGroupRows: fl.rowGroupRows,
 		BloomColumns: p.table.BloomColumns,
 		ExpectedRows: int64(p.rows),
 		LiteralPages: true,
@@ -135,26 +242,26 @@ func fileName(lastSeq uint64) string {
 
 // mkdirDurable creates dir and makes its entry durable in each parent it
 // created, so a published file is not lost with its directory.
-func (s *Store) mkdirDurable(dir string) error {
-	if s.madeDirs[dir] {
+func (fl *flusher) mkdirDurable(dir string) error {
+	if fl.madeDirs[dir] {
 		return nil
 	}
 	var created []string
-	for d := dir; d != s.dir && d != "." && d != "/"; d = filepath.Dir(d) {
+	for d := dir; d != fl.dir && d != "." && d != "/"; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil {
 			break
 		}
 		created = append(created, d)
 	}
-	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := fl.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create partition dir: %w", err)
 	}
 	for _, d := range created {
-		if err := s.fs.SyncDir(filepath.Dir(d)); err != nil {
+		if err := fl.fs.SyncDir(filepath.Dir(d)); err != nil {
 			return fmt.Errorf("sync dir: %w", err)
 		}
 	}
-	s.madeDirs[dir] = true
+	fl.madeDirs[dir] = true
 	return nil
 }
 
@@ -162,34 +269,115 @@ func (s *Store) mkdirDurable(dir string) error {
 // a restart knows which segments Parquet has. In a directory that had only
 // sinks, Parquet starts after the segments there: they are the sinks' rows,
 // already stored where the operator chose.
-func (s *Store) loadParquetCursor() error {
-	seq, ok, err := s.cursors.read(parquetCursor)
+func (fl *flusher) loadParquetCursor() error {
+	seq, ok, err := fl.cursors.read(parquetCursor)
 	if err != nil || ok {
-		s.parquetDone.Store(seq)
+		fl.parquetDone.Store(seq)
 		return err
 	}
-	hadSinks, err := s.cursors.hasSinks()
+	hadSinks, err := fl.cursors.hasSinks()
 	if err != nil {
 		return err
 	}
 	if hadSinks {
-		s.parquetFresh = true // placed by recover once it knows the last segment
+		fl.parquetFresh = true // placed by recover once it knows the last segment
 		return nil
 	}
-	return s.cursors.write(parquetCursor, 0)
+	return fl.cursors.write(parquetCursor, 0)
 }
 
 // dropParquetCursor forgets Parquet under -parquet=false: the sinks are
 // then the storage, every acknowledged row reaches them, and keeping WAL
 // segments for a Parquet that is off would only fill the disk.
-func (s *Store) dropParquetCursor() error {
-	seq, ok, err := s.cursors.read(parquetCursor)
+func (fl *flusher) dropParquetCursor() error {
+	seq, ok, err := fl.cursors.read(parquetCursor)
 	if err != nil || !ok {
 		return err
 	}
-	s.log.Warn("parquet is off: wal segments after its cursor are no longer kept for it; they go to the sinks only", "parquet_cursor", seq)
-	if err := s.fs.Remove(s.cursors.path(parquetCursor)); err != nil {
+	fl.log.Warn("parquet is off: wal segments after its cursor are no longer kept for it; they go to the sinks only", "parquet_cursor", seq)
+	if err := fl.fs.Remove(fl.cursors.path(parquetCursor)); err != nil {
 		return fmt.Errorf("remove parquet cursor: %w", err)
 	}
-	return s.fs.SyncDir(filepath.Dir(s.cursors.path(parquetCursor)))
+	return fl.fs.SyncDir(filepath.Dir(fl.cursors.path(parquetCursor)))
+}
+
+func (fl *flusher) flush(files *[]FlushedFile) error {
+	if p := fl.pending; p != nil {
+		if err := fl.flushPending(p, files); err != nil {
+			return err
+		}
+		fl.pending = nil
+	}
+	reply := make(chan *generation, 1)
+	select {
+	case fl.rotates <- reply:
+	case <-fl.quit:
+		return ErrClosed
+	}
+	gen := <-reply
+	if gen == nil {
+		return errors.New("wal rotation failed")
+	}
+	p := &pendingFlush{gen: gen}
+	if err := fl.flushPending(p, files); err != nil {
+		fl.pending = p
+		return err
+	}
+	return nil
+}
+
+// pendingFlush is a generation on its way to Parquet. Once its intent is
+// durable, retries only publish: writing the files again could duplicate
+// rows that a partial publish already made visible.
+type pendingFlush struct {
+	gen    *generation
+	intent *flushIntent
+	files  []FlushedFile
+}
+
+func (fl *flusher) flushPending(p *pendingFlush, files *[]FlushedFile) error {
+	if p.intent == nil {
+		in, written, err := fl.prepare(p.gen)
+		if err != nil {
+			return err
+		}
+		p.intent, p.files = in, written
+	}
+	if err := fl.finish(p.gen, p.intent); err != nil {
+		return err
+	}
+	*files = append(*files, p.files...)
+	return nil
+}
+
+// clearTmp removes temp files of flushes that never wrote their intent.
+func (fl *flusher) clearTmp() error {
+	entries, err := fl.fs.ReadDir(fl.tmpDir)
+	if err != nil {
+		return fmt.Errorf("list tmp dir: %w", err)
+	}
+	for _, e := range entries {
+		if err := fl.fs.Remove(filepath.Join(fl.tmpDir, e.Name())); err != nil {
+			return fmt.Errorf("remove stale temp file: %w", err)
+		}
+	}
+	return nil
+}
+
+// loop flushes every interval and when asked to (request), through
+// flush: the Store's, which holds the tree lock and tells the Observer.
+func (fl *flusher) loop(flush func() error) {
+	t := time.NewTicker(fl.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-fl.trigger:
+		case <-fl.quit:
+			return
+		}
+		if err := flush(); err != nil {
+			fl.log.Error("flush failed; its rows stay in the wal and are retried", "error", err)
+		}
+	}
 }

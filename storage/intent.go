@@ -24,14 +24,14 @@ type publishStep struct {
 	Final string `json:"final"`
 }
 
-func (s *Store) intentPath() string { return filepath.Join(s.sysDir, intentName) }
+func (fl *flusher) intentPath() string { return filepath.Join(fl.sysDir, intentName) }
 
-func (s *Store) writeIntent(in *flushIntent) error {
+func (fl *flusher) writeIntent(in *flushIntent) error {
 	data, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("encode flush intent: %w", err)
 	}
-	if err := writeFileAtomic(s.fs, s.intentPath(), data); err != nil {
+	if err := writeFileAtomic(fl.fs, fl.intentPath(), data); err != nil {
 		return fmt.Errorf("write flush intent: %w", err)
 	}
 	return nil
@@ -42,36 +42,36 @@ func (s *Store) writeIntent(in *flushIntent) error {
 // from a step lost by its files, so they must stay where the flush put them.
 var errPublishUnfinished = errors.New("a flush is not finished publishing; partitions are left alone until it is")
 
-// publishUnfinished is errPublishUnfinished while that is so; flushMu held.
-func (s *Store) publishUnfinished() error {
-	if s.pending != nil && s.pending.intent != nil {
+// unfinished is errPublishUnfinished while that is so; flushMu held.
+func (fl *flusher) unfinished() error {
+	if fl.pending != nil && fl.pending.intent != nil {
 		return errPublishUnfinished
 	}
 	return nil
 }
 
 // removeIntent drops the intent of a flush that did not happen.
-func (s *Store) removeIntent() {
-	if err := s.fs.Remove(s.intentPath()); err == nil {
-		_ = s.fs.SyncDir(s.sysDir)
+func (fl *flusher) removeIntent() {
+	if err := fl.fs.Remove(fl.intentPath()); err == nil {
+		_ = fl.fs.SyncDir(fl.sysDir)
 	}
 }
 
 // publish renames every temp file of the intent into place, fsyncs the
 // directories it touched, then drops the WAL segments and the intent. It is
 // idempotent: a step whose temp file is gone was done before a crash.
-func (s *Store) publish(in *flushIntent) error {
+func (fl *flusher) publish(in *flushIntent) error {
 	dirs := map[string]bool{}
 	for _, st := range in.Files {
-		err := s.fs.Rename(st.Temp, st.Final)
-		if errors.Is(err, os.ErrNotExist) && s.exists(st.Temp) {
+		err := fl.fs.Rename(st.Temp, st.Final)
+		if errors.Is(err, os.ErrNotExist) && fl.exists(st.Temp) {
 			// The partition folder was deleted from outside since the
 			// flush made it: make it again rather than fail every retry
 			// (and every start) on it.
 			dir := filepath.Dir(st.Final)
-			delete(s.madeDirs, dir)
-			if err = s.mkdirDurable(dir); err == nil {
-				err = s.fs.Rename(st.Temp, st.Final)
+			delete(fl.madeDirs, dir)
+			if err = fl.mkdirDurable(dir); err == nil {
+				err = fl.fs.Rename(st.Temp, st.Final)
 			}
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -83,22 +83,22 @@ func (s *Store) publish(in *flushIntent) error {
 		// A folder that is gone holds nothing of this flush any more (its
 		// step was done before a crash, then the folder deleted): there is
 		// nothing to make durable in it.
-		if err := s.fs.SyncDir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fl.fs.SyncDir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("sync partition dir: %w", err)
 		}
 	}
-	if err := s.walDone(in.LastSeq); err != nil {
+	if err := fl.markDone(in.LastSeq); err != nil {
 		return err
 	}
-	if err := s.fs.Remove(s.intentPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := fl.fs.Remove(fl.intentPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove flush intent: %w", err)
 	}
-	return s.fs.SyncDir(s.sysDir)
+	return fl.fs.SyncDir(fl.sysDir)
 }
 
-// recoverIntent finishes a flush that a crash interrupted.
-func (s *Store) recoverIntent() error {
-	data, err := s.fs.ReadFile(s.intentPath())
+// recover finishes a flush that a crash interrupted.
+func (fl *flusher) recover() error {
+	data, err := fl.fs.ReadFile(fl.intentPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -109,32 +109,32 @@ func (s *Store) recoverIntent() error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return fmt.Errorf("decode flush intent: %w", err)
 	}
-	if lost := s.unpublishable(&in); len(lost) > 0 {
+	if lost := fl.unpublishable(&in); len(lost) > 0 {
 		// A step with neither its temp nor its final file cannot be
 		// finished. Dropping the WAL segments would lose its rows;
 		// replaying them can only repeat rows of steps that were done.
-		s.log.Error("an interrupted flush names files that are gone; its wal segments are replayed instead (rows of its other files may appear twice)",
+		fl.log.Error("an interrupted flush names files that are gone; its wal segments are replayed instead (rows of its other files may appear twice)",
 			"missing", lost, "last_wal_segment", in.LastSeq)
-		s.removeIntent()
+		fl.removeIntent()
 		return nil
 	}
-	s.log.Info("finishing an interrupted flush", "files", len(in.Files), "last_wal_segment", in.LastSeq)
-	return s.publish(&in)
+	fl.log.Info("finishing an interrupted flush", "files", len(in.Files), "last_wal_segment", in.LastSeq)
+	return fl.publish(&in)
 }
 
 // unpublishable returns the final names of steps that have neither file.
-func (s *Store) unpublishable(in *flushIntent) []string {
+func (fl *flusher) unpublishable(in *flushIntent) []string {
 	var lost []string
 	for _, st := range in.Files {
-		if !s.exists(st.Temp) && !s.exists(st.Final) {
+		if !fl.exists(st.Temp) && !fl.exists(st.Final) {
 			lost = append(lost, st.Final)
 		}
 	}
 	return lost
 }
 
-func (s *Store) exists(path string) bool {
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+func (fl *flusher) exists(path string) bool {
+	f, err := fl.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}

@@ -71,7 +71,7 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 	defer s.compactMu.Unlock()
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	if err := s.publishUnfinished(); err != nil {
+	if err := s.flusher.unfinished(); err != nil {
 		return 0, err
 	}
 	if err := s.emptyTrash(); err != nil {
@@ -131,7 +131,7 @@ func (s *Store) discard(dir, trash string) error {
 	if err := s.fs.SyncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("sync after retiring a partition: %w", err)
 	}
-	delete(s.madeDirs, dir)
+	s.flusher.forgetDir(dir)
 	if err := s.fs.RemoveAll(gone); err != nil {
 		return fmt.Errorf("delete retired partition: %w", err)
 	}

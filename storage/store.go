@@ -131,7 +131,6 @@ type Store struct {
 
 	appends chan *appendReq
 	rotates chan chan *generation
-	flushCh chan struct{}
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
@@ -153,9 +152,8 @@ type Store struct {
 	closing atomic.Bool
 	closeMu sync.RWMutex // Append holds it shared so Close can wait them out
 
-	flushMu  sync.Mutex
-	pending  *pendingFlush // a failed flush, retried before the next one
-	madeDirs map[string]bool
+	flushMu sync.Mutex
+	flusher *flusher
 
 	compactMu   sync.Mutex
 	compactHook func(step string) error // tests crash compactions here
@@ -166,14 +164,11 @@ type Store struct {
 	mergeLimits mergeLimits // tests make runs tiny
 	lock        *os.File
 
-	sinks        *sinkSet
-	cursors      cursorDir
-	parquetDone  atomic.Uint64 // last WAL segment whose rows are in Parquet
-	trimMu       sync.Mutex
-	trimmed      uint64 // segments through this one are gone; under trimMu
-	recovering   bool
-	parquetFresh bool      // Parquet is new to a directory that had only sinks
-	repaired     walRepair // what the WAL repair at start-up dropped
+	sinks      *sinkSet
+	trimMu     sync.Mutex
+	trimmed    uint64 // segments through this one are gone; under trimMu
+	recovering bool
+	repaired   walRepair // what the WAL repair at start-up dropped
 }
 
 type appendReq struct {
@@ -212,16 +207,16 @@ func Open(opts Options) (*Store, error) {
 		sysDir:      filepath.Join(opts.DataDir, systemDirName),
 		appends:     make(chan *appendReq, maxGroup),
 		rotates:     make(chan chan *generation),
-		flushCh:     make(chan struct{}, 1),
 		quit:        make(chan struct{}),
 		gen:         newGeneration(),
-		madeDirs:    map[string]bool{},
 		dedup:       newDedup(opts.DedupWindow, opts.Clock),
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName)}
 	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
-	s.cursors = s.sinks.cursors
+	s.flusher = newFlusher(opts, s.sysDir, s.rotates, s.quit)
+	s.flusher.published = func(uint64) error { return s.trimWAL(s.trimPoint()) }
+	s.flusher.released = s.released
 	lock, err := lockDir(s.sysDir)
 	if err != nil {
 		s.gen.release()
@@ -238,7 +233,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.wg.Add(2)
 	go s.commitLoop()
-	go s.flushLoop()
+	go func() {
+		defer s.wg.Done()
+		s.flusher.loop(s.Flush)
+	}()
 	if opts.CompactInterval > 0 {
 		s.wg.Add(1)
 		go s.maintainLoop()
@@ -302,9 +300,9 @@ func (s *Store) recover() error {
 	// Parquet's cursor is read even without sinks: a directory a sink used
 	// may hold segments that are in Parquet already (a sidecar restarted
 	// without its sink, `arcstore compact`), and they must not replay.
-	loadParquet := s.loadParquetCursor
+	loadParquet := s.flusher.loadParquetCursor
 	if s.opts.NoParquet {
-		loadParquet = s.dropParquetCursor
+		loadParquet = s.flusher.dropParquetCursor
 	}
 	if err := loadParquet(); err != nil {
 		return err
@@ -318,13 +316,13 @@ func (s *Store) recover() error {
 		s.log.Error("cannot read the batch ids of recent writes; retries of batches stored before this start may be duplicated", "error", err)
 	}
 	s.recovering = true
-	if err := s.recoverIntent(); err != nil {
+	if err := s.flusher.recover(); err != nil {
 		return err
 	}
 	if err := s.recoverCompaction(); err != nil {
 		return err
 	}
-	if err := s.clearTmp(); err != nil {
+	if err := s.flusher.clearTmp(); err != nil {
 		return err
 	}
 	seqs, err := wal.Segments(s.fs, s.wal.dir)
@@ -333,15 +331,12 @@ func (s *Store) recover() error {
 	}
 	// Segments that only sinks still need are in Parquet already: they are
 	// not replayed, but their batch IDs are remembered.
-	last := max(s.parquetDone.Load(), s.sinks.high())
+	last := max(s.flusher.done(), s.sinks.high())
 	if len(seqs) > 0 {
 		last = max(last, seqs[len(seqs)-1])
 	}
-	if s.parquetFresh {
-		if err := s.cursors.write(parquetCursor, last); err != nil {
-			return err
-		}
-		s.parquetDone.Store(last)
+	if err := s.flusher.placeFresh(last); err != nil {
+		return err
 	}
 	replayed := 0
 	counted, err := wal.Replay(s.walOptions(), seqs, func(seq uint64, _ int64, payload []byte) error {
@@ -350,7 +345,7 @@ func (s *Store) recover() error {
 			return err
 		}
 		for _, e := range entries {
-			if !s.opts.NoParquet && seq <= s.parquetDone.Load() {
+			if !s.opts.NoParquet && seq <= s.flusher.done() {
 				s.rememberID(e)
 				continue
 			}
@@ -366,7 +361,7 @@ func (s *Store) recover() error {
 	}
 	if replayed > 0 {
 		s.log.Info("replayed the write-ahead log", "segments", len(seqs), "batches", replayed, "rows", s.gen.rows)
-		s.requestFlush()
+		s.flusher.request()
 	}
 	s.gen.lastSeq = last
 	s.trimmed = last
@@ -427,20 +422,6 @@ func (s *Store) addToGen(database string, t *Table, rec arrow.RecordBatch, size 
 		s.gen.add(database, t, rec, size)
 	}
 	s.buffered.Add(int64(size))
-}
-
-// clearTmp removes temp files of flushes that never wrote their intent.
-func (s *Store) clearTmp() error {
-	entries, err := s.fs.ReadDir(s.tmpDir)
-	if err != nil {
-		return fmt.Errorf("list tmp dir: %w", err)
-	}
-	for _, e := range entries {
-		if err := s.fs.Remove(filepath.Join(s.tmpDir, e.Name())); err != nil {
-			return fmt.Errorf("remove stale temp file: %w", err)
-		}
-	}
-	return nil
 }
 
 // Append makes a validated record batch durable: when it returns nil the
@@ -563,13 +544,13 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 		if s.buffered.Load() > 0 {
 			// A flush turns WAL segments into smaller Parquet files; one
 			// of nothing would only rotate the WAL.
-			s.requestFlush()
+			s.flusher.request()
 		}
 		return err, nil
 	}
 	if s.admitted.Add(size)+s.buffered.Load() > s.opts.MaxBufferBytes {
 		s.admitted.Add(-size)
-		s.requestFlush()
+		s.flusher.request()
 		return ErrBackpressure, nil
 	}
 	// Once answered, committed rows are in buffered (addToGen runs before
@@ -627,10 +608,11 @@ func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (ful
 	return nil, err
 }
 
-func (s *Store) requestFlush() {
-	select {
-	case s.flushCh <- struct{}{}:
-	default:
+// released gives back the buffer room of a flushed generation.
+func (s *Store) released(bytes int64) {
+	s.buffered.Add(-bytes)
+	if bytes > 0 {
+		s.room.broadcast()
 	}
 }
 
@@ -735,7 +717,7 @@ func (s *Store) commitGroup() {
 	// they asked for may have found nothing to flush, their room held by
 	// requests not yet committed then.
 	if s.gen.bytes >= s.opts.FlushBytes || (s.gen.bytes > 0 && s.waiting.Load() > 0) {
-		s.requestFlush()
+		s.flusher.request()
 	}
 }
 
@@ -753,23 +735,6 @@ func (s *Store) rotate() *generation {
 	s.gen = newGeneration()
 	s.sinks.segmentClosed(old.lastSeq)
 	return old
-}
-
-func (s *Store) flushLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.flushCh:
-		case <-s.quit:
-			return
-		}
-		if err := s.Flush(); err != nil {
-			s.log.Error("flush failed; its rows stay in the wal and are retried", "error", err)
-		}
-	}
 }
 
 // maintainLoop applies retention and compacts closed partitions on a
@@ -811,60 +776,11 @@ func (s *Store) Flush() error {
 	defer s.flushMu.Unlock()
 	start := time.Now()
 	var files []FlushedFile
-	err := s.flush(&files)
+	err := s.flusher.flush(&files)
 	if err != nil || len(files) > 0 {
 		s.opts.Observer.Flushed(Flush{Duration: time.Since(start), Files: files, Err: err})
 	}
 	return err
-}
-
-func (s *Store) flush(files *[]FlushedFile) error {
-	if p := s.pending; p != nil {
-		if err := s.flushPending(p, files); err != nil {
-			return err
-		}
-		s.pending = nil
-	}
-	reply := make(chan *generation, 1)
-	select {
-	case s.rotates <- reply:
-	case <-s.quit:
-		return ErrClosed
-	}
-	gen := <-reply
-	if gen == nil {
-		return errors.New("wal rotation failed")
-	}
-	p := &pendingFlush{gen: gen}
-	if err := s.flushPending(p, files); err != nil {
-		s.pending = p
-		return err
-	}
-	return nil
-}
-
-// pendingFlush is a generation on its way to Parquet. Once its intent is
-// durable, retries only publish: writing the files again could duplicate
-// rows that a partial publish already made visible.
-type pendingFlush struct {
-	gen    *generation
-	intent *flushIntent
-	files  []FlushedFile
-}
-
-func (s *Store) flushPending(p *pendingFlush, files *[]FlushedFile) error {
-	if p.intent == nil {
-		in, written, err := s.prepare(p.gen)
-		if err != nil {
-			return err
-		}
-		p.intent, p.files = in, written
-	}
-	if err := s.finish(p.gen, p.intent); err != nil {
-		return err
-	}
-	*files = append(*files, p.files...)
-	return nil
 }
 
 // Close stops accepting batches, flushes every buffered row to Parquet and
@@ -880,9 +796,7 @@ func (s *Store) Close() error {
 	s.sinks.stop()
 	s.wg.Wait()
 	s.sinks.closeSinks()
-	if s.pending != nil {
-		s.pending.gen.release()
-	}
+	s.flusher.release()
 	if cerr := s.wal.Close(); err == nil {
 		err = cerr
 	}

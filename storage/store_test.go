@@ -57,9 +57,7 @@ func (s *Store) crash() {
 	s.wg.Wait()
 	s.wal.Abandon()
 	s.gen.release()
-	if s.pending != nil {
-		s.pending.gen.release()
-	}
+	s.flusher.abandon()
 	s.unlock()
 }
 

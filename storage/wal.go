@@ -74,7 +74,7 @@ func (s *Store) WALRepaired() (records int, rows []DroppedRows) {
 // counts usually still read; rows already in Parquet and in every sink are
 // not lost.
 func (s *Store) walDropped(d wal.Dropped) int64 {
-	lost := !s.opts.NoParquet && d.Seq > s.parquetDone.Load() || d.Seq > s.sinks.low()
+	lost := !s.opts.NoParquet && d.Seq > s.flusher.done() || d.Seq > s.sinks.low()
 	if lost {
 		s.repaired.records++
 	} else {
@@ -216,26 +216,12 @@ func decodeWALRecord(ipc []byte, mem memory.Allocator) (arrow.RecordBatch, error
 	return schema.StoredTimes(rec), nil
 }
 
-// walDone records that Parquet holds every row of the segments through
-// seq, then drops the segments every consumer is past. The cursor is
-// written even without sinks, so that a sink added later, or a restart,
-// knows which segments Parquet has.
-func (s *Store) walDone(seq uint64) error {
-	if !s.opts.NoParquet && seq > s.parquetDone.Load() {
-		if err := s.cursors.write(parquetCursor, seq); err != nil {
-			return err
-		}
-		s.parquetDone.Store(seq)
-	}
-	return s.trimWAL(s.trimPoint())
-}
-
 // trimPoint is the last segment every consumer has, including those this
 // start does not run.
 func (s *Store) trimPoint() uint64 {
 	p := s.sinks.low()
 	if !s.opts.NoParquet {
-		p = min(p, s.parquetDone.Load())
+		p = min(p, s.flusher.done())
 	}
 	return min(p, s.sinks.closed())
 }
