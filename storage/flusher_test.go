@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flusherRig is a flusher on its own: a test plays the committer (it hands
+// out generations) and the Store (it is told what was published).
+type flusherRig struct {
+	dir       string
+	fl        *flusher
+	rotates   chan chan *generation
+	published []uint64
+	// intentAtPublish is whether the intent was still on disk when the
+	// flusher said its segments were in Parquet.
+	intentAtPublish []bool
+	released        int64
+}
+
+func newFlusherRig(t *testing.T, dir string, fsys FS) *flusherRig {
+	t.Helper()
+	g := &flusherRig{dir: dir, rotates: make(chan chan *generation)}
+	sys := filepath.Join(g.dir, systemDirName)
+	for _, d := range []string{tmpDirName, sinksDirName} {
+		require.NoError(t, os.MkdirAll(filepath.Join(sys, d), 0o755))
+	}
+	opts := withDefaults(Options{DataDir: g.dir, Logger: quiet, FS: fsys})
+	g.fl = newFlusher(opts, sys, g.rotates, make(chan struct{}))
+	g.fl.published = func(seq uint64) error {
+		_, err := os.Stat(filepath.Join(sys, intentName))
+		g.published = append(g.published, seq)
+		g.intentAtPublish = append(g.intentAtPublish, err == nil)
+		return nil
+	}
+	g.fl.released = func(n int64) { g.released += n }
+	require.NoError(t, g.fl.loadParquetCursor())
+	return g
+}
+
+// flush flushes a generation of the given log rows, closed at lastSeq.
+func (g *flusherRig) flush(t *testing.T, lastSeq uint64, prefix string) error {
+	t.Helper()
+	gen := newGeneration()
+	rec, ipc := logBatch(t, prefix, t0, t0.Add(3600e9))
+	gen.add("default", logsTable(t), rec, len(ipc))
+	rec.Release()
+	gen.lastSeq = lastSeq
+	go func() { reply := <-g.rotates; reply <- gen }()
+	var files []FlushedFile
+	return g.fl.flush(&files)
+}
+
+func TestFlusherPublishesThenTellsTheStoreBeforeTheIntentGoes(t *testing.T) {
+	g := newFlusherRig(t, t.TempDir(), nil)
+	require.NoError(t, g.flush(t, 7, "a"))
+	assert.Equal(t, []uint64{7}, g.published)
+	assert.Equal(t, []bool{true}, g.intentAtPublish, "told inside publish, while the intent still names the files")
+	assert.NoFileExists(t, filepath.Join(g.dir, systemDirName, intentName))
+	assert.Equal(t, uint64(7), g.fl.done())
+	cursor, err := os.ReadFile(filepath.Join(g.dir, systemDirName, sinksDirName, parquetCursor+cursorExt))
+	require.NoError(t, err)
+	assert.Equal(t, "7\n", string(cursor))
+	assert.Positive(t, g.released, "the generation's buffer is given back")
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"a-0"},
+		"date=2026-11-22/hour=10": {"a-1"},
+	}, messages(t, g.dir))
+	entries, err := os.ReadDir(filepath.Join(g.dir, systemDirName, tmpDirName))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no temp file left")
+}
+
+func TestFlusherRetryOnlyPublishes(t *testing.T) {
+	fsys := &faultFS{}
+	g := newFlusherRig(t, t.TempDir(), fsys)
+	renames := 0
+	fsys.failRename = func(newpath string) bool {
+		if !strings.HasSuffix(newpath, ".parquet") {
+			return false
+		}
+		renames++
+		return renames == 2
+	}
+	require.ErrorIs(t, g.flush(t, 3, "x"), errInjected)
+	assert.ErrorIs(t, g.fl.unfinished(), errPublishUnfinished, "compaction and retention wait")
+	assert.Empty(t, g.published, "nothing is trimmed before every file is in place")
+	assert.FileExists(t, filepath.Join(g.dir, systemDirName, intentName))
+	temps := g.fl.pending.intent.Files
+
+	require.NoError(t, g.flush(t, 4, "y"), "the retry publishes, then flushes the next generation")
+	assert.Equal(t, []uint64{3, 4}, g.published)
+	for _, st := range temps {
+		assert.FileExists(t, st.Final, "published under the names of its intent")
+	}
+	assert.NoError(t, g.fl.unfinished())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"x-0", "y-0"},
+		"date=2026-11-22/hour=10": {"x-1", "y-1"},
+	}, messages(t, g.dir), "no row twice")
+}
+
+func TestFlusherRecoverFinishesAnIntentAndClearsStrayTemps(t *testing.T) {
+	fsys := &faultFS{}
+	g := newFlusherRig(t, t.TempDir(), fsys)
+	fsys.failRename = func(newpath string) bool { return strings.HasSuffix(newpath, ".parquet") }
+	require.ErrorIs(t, g.flush(t, 5, "x"), errInjected)
+	g.fl.abandon()
+	stray := filepath.Join(g.dir, systemDirName, tmpDirName, "stray.tmp")
+	require.NoError(t, os.WriteFile(stray, []byte("half"), 0o644))
+
+	fsys.failRename = nil
+	g2 := newFlusherRig(t, g.dir, nil)
+	require.NoError(t, g2.fl.recover())
+	assert.FileExists(t, stray, "recover leaves temps it does not name")
+	require.NoError(t, g2.fl.clearTmp())
+	assert.NoFileExists(t, stray)
+	assert.Equal(t, []uint64{5}, g2.published)
+	assert.Equal(t, uint64(5), g2.fl.done())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"x-0"},
+		"date=2026-11-22/hour=10": {"x-1"},
+	}, messages(t, g.dir))
+}
