@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -30,12 +31,17 @@ const (
 	traceIDColumn      = "trace_id"
 )
 
-// maxCachedSchemas bounds the measurement tables kept in memory: schemas
-// come from clients, and each distinct one would otherwise stay for the
-// life of the process. An evicted table is rebuilt on its next write, with
+// maxCachedSchemas and maxCachedSchemaBytes bound the measurement tables
+// kept in memory: schemas come from clients, and each distinct one would
+// otherwise stay for the life of the process. The bytes matter as much as
+// the count: a 1 000-column table takes about 400 KiB, so 4 096 of them
+// would hold 1.6 GiB. An evicted table is rebuilt on its next write, with
 // the same variant (it derives from the schema), so nothing changes on
 // disk.
-const maxCachedSchemas = 4096
+const (
+	maxCachedSchemas     = 4096
+	maxCachedSchemaBytes = 32 << 20
+)
 
 // measurementKey names a measurement table: its name and schema fingerprint.
 type measurementKey struct {
@@ -43,13 +49,54 @@ type measurementKey struct {
 	fp   [sha256.Size]byte
 }
 
-var measurements = func() *lru.Cache[measurementKey, *Table] {
-	c, err := lru.New[measurementKey, *Table](maxCachedSchemas)
+// schemaCache is an LRU of measurement tables bounded by count and by the
+// bytes tableCost estimates.
+type schemaCache struct {
+	mu    sync.Mutex // over add's Add and evictions, so bytes stays exact
+	lru   *lru.Cache[measurementKey, *Table]
+	bytes int64
+}
+
+var measurements = newSchemaCache()
+
+func newSchemaCache() *schemaCache {
+	c := &schemaCache{}
+	l, err := lru.NewWithEvict(maxCachedSchemas, func(_ measurementKey, t *Table) { c.bytes -= tableCost(t.Arrow) })
 	if err != nil {
 		panic(err) // only for a size <= 0
 	}
+	c.lru = l
 	return c
-}()
+}
+
+func (c *schemaCache) get(k measurementKey) (*Table, bool) { return c.lru.Get(k) }
+
+func (c *schemaCache) len() int { return c.lru.Len() }
+
+func (c *schemaCache) add(k measurementKey, t *Table) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lru.Contains(k) {
+		return // another writer built it first; either copy serves
+	}
+	c.bytes += tableCost(t.Arrow)
+	c.lru.Add(k, t)
+	for c.bytes > maxCachedSchemaBytes && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
+	}
+}
+
+// tableCost is an upper bound of what a cached measurement table of
+// schema s holds: its Parquet schema, columns and schema frame, measured
+// at about 410 bytes a column for 16-byte names, and s itself, which the
+// table keeps (TestTableCostBoundsTheHeap, TestMeasurementTableCacheIsBoundedByBytes).
+func tableCost(s *arrow.Schema) int64 {
+	n := int64(2048)
+	for _, f := range s.Fields() {
+		n += 640 + 3*int64(len(f.Name))
+	}
+	return n
+}
 
 // IsOTLPTable reports whether name is one of the OTLP tables, which
 // measurements may not take.
@@ -71,7 +118,7 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 	}
 	fp := fingerprint(s)
 	key := measurementKey{name: name, fp: fp}
-	if t, ok := measurements.Get(key); ok {
+	if t, ok := measurements.get(key); ok {
 		return t, nil
 	}
 	ps, err := parquetSchema(name, s)
@@ -90,8 +137,7 @@ func MeasurementTable(name string, s *arrow.Schema) (*Table, error) {
 	if _, ok := ps.Lookup(traceIDColumn); ok {
 		t.BloomColumns = []string{traceIDColumn}
 	}
-	// Two writers may build the same table at once; either copy serves.
-	measurements.Add(key, t)
+	measurements.add(key, t)
 	return t, nil
 }
 

@@ -2,8 +2,10 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,8 +198,67 @@ func TestMeasurementTableCacheIsBounded(t *testing.T) {
 		_, err := MeasurementTable("many", s)
 		require.NoError(t, err)
 	}
-	assert.LessOrEqual(t, measurements.Len(), maxCachedSchemas)
+	assert.LessOrEqual(t, measurements.len(), maxCachedSchemas)
 	again, err := MeasurementTable("many", first)
 	require.NoError(t, err)
 	assert.Equal(t, t0.variant, again.variant, "a rebuilt table keeps its variant")
+}
+
+// TestMeasurementTableCacheIsBoundedByBytes: wide schemas are evicted by
+// the bytes they hold, long before the count bound (4 096 tables of 1 000
+// columns held 1.6 GiB).
+func TestMeasurementTableCacheIsBoundedByBytes(t *testing.T) {
+	wide := func(k int) *arrow.Schema {
+		fields := []arrow.Field{{Name: "time", Type: utcMicros}}
+		for i := range 1000 {
+			fields = append(fields, arrow.Field{Name: fmt.Sprintf("w%d_column_%04d", k, i), Type: arrow.BinaryTypes.String, Nullable: true})
+		}
+		return arrow.NewSchema(fields, nil)
+	}
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := heap()
+	const n = 200 // 80 MiB of tables uncapped
+	for k := range n {
+		_, err := MeasurementTable("wide", wide(k))
+		require.NoError(t, err)
+	}
+	grown := heap() - before
+	t.Logf("grown %d MiB, cached %d", grown>>20, measurements.len())
+	assert.LessOrEqual(t, measurements.bytes, int64(maxCachedSchemaBytes))
+	assert.Less(t, measurements.len(), n, "wide tables evicted by bytes")
+	assert.Less(t, grown, int64(maxCachedSchemaBytes+8<<20), "the heap grew %d MiB", grown>>20)
+}
+
+// TestTableCostBoundsTheHeap: tableCost is at least what a table holds, so
+// the cache's byte bound is a bound of the heap it keeps.
+func TestTableCostBoundsTheHeap(t *testing.T) {
+	for _, n := range []int{1, 10, 100, 1000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			fields := []arrow.Field{{Name: "time", Type: utcMicros}}
+			for i := range n {
+				fields = append(fields, arrow.Field{Name: fmt.Sprintf("column_name_%04d", i), Type: arrow.BinaryTypes.String, Nullable: true})
+			}
+			s := arrow.NewSchema(fields, nil)
+			const tables = 20
+			kept := make([]*Table, 0, tables)
+			runtime.GC()
+			var a, b runtime.MemStats
+			runtime.ReadMemStats(&a)
+			for k := range tables {
+				tb, err := MeasurementTable(fmt.Sprintf("cost_%d_%d", n, k), s)
+				require.NoError(t, err)
+				kept = append(kept, tb)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&b)
+			perTable := (int64(b.HeapAlloc) - int64(a.HeapAlloc)) / tables
+			assert.LessOrEqual(t, perTable, tableCost(s), "a table of %d columns holds %d bytes", n, perTable)
+			runtime.KeepAlive(kept)
+		})
+	}
 }
