@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -249,4 +250,20 @@ func TestOTLPDriverSendsUniqueItemsAndRetries(t *testing.T) {
 			assert.Len(t, total.Latencies, int(total.Acked[Traces]/100))
 		})
 	}
+}
+
+// TestOTLPRequestsArePreparedBeforeTheClock: the harness marshals the
+// workers' requests before it starts timing, and Run sends those, not a
+// second set built on its clock.
+func TestOTLPRequestsArePreparedBeforeTheClock(t *testing.T) {
+	srv := &traceServer{ids: map[string]int{}}
+	d := NewOTLP(Plan{Signals: []Signal{Traces}, Rate: 20_000, Duration: 100 * time.Millisecond, Workers: 3, Batch: 10, Endpoint: serve(t, srv)}, NewRecorder())
+	require.NoError(t, d.Prepare())
+	prepared := slices.Clone(d.templates)
+	require.Len(t, prepared, 3, "one request per worker")
+	require.NoError(t, d.Run(context.Background()))
+	assert.Equal(t, prepared, d.templates, "Run sent the prepared requests")
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	assert.NotEmpty(t, srv.ids)
 }

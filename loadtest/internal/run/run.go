@@ -222,7 +222,14 @@ func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
 	}
 	if r.Driver == DriverOTLP {
 		rec := driver.NewRecorder()
-		return &load{otlp: driver.NewOTLP(p, rec), rec: rec}, nil
+		d := driver.NewOTLP(p, rec)
+		// Before the clock starts, as the Arc driver's payloads.
+		start := time.Now()
+		if err := d.Prepare(); err != nil {
+			return nil, err
+		}
+		r.progress(fmt.Sprintf("%d workers' requests of %d items marshalled in %.1f s", r.Workers, r.Batch, time.Since(start).Seconds()))
+		return &load{otlp: d, rec: rec}, nil
 	}
 	f, err := os.OpenFile(filepath.Join(workDir, "telemetrygen.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
