@@ -51,20 +51,28 @@ func (s *Store) MinFreeDisk() int64 { return s.opts.MinFreeDisk }
 
 // DiskRoom returns why writes are refused for want of disk space (an
 // ErrDiskLow), or nil. /ready reports it.
-func (s *Store) DiskRoom() error { return s.checkDisk(0) }
+func (s *Store) DiskRoom() error { return s.commit.disk.check(0) }
 
-// checkDisk returns an ErrDiskLow when writing size more bytes would leave
+// diskFloor is the free space kept for flushes on the data directory's
+// file system.
+type diskFloor struct {
+	free DiskFree
+	dir  string
+	min  int64
+}
+
+// check returns an ErrDiskLow when writing size more bytes would leave
 // less than the floor free. A file system whose free space cannot be read
 // refuses nothing: the WAL's own write errors still keep what it cannot
 // store from being acknowledged.
-func (s *Store) checkDisk(size int64) error {
-	if s.opts.MinFreeDisk < 0 {
+func (d diskFloor) check(size int64) error {
+	if d.min < 0 {
 		return nil
 	}
-	free, err := s.opts.DiskFree(s.dir)
-	if err != nil || free-size >= s.opts.MinFreeDisk {
+	free, err := d.free(d.dir)
+	if err != nil || free-size >= d.min {
 		return nil
 	}
 	return fmt.Errorf("%w: %s free on the file system of %s, under the %s kept for flushes (-min-free-disk)",
-		ErrDiskLow, humanize.IBytes(uint64(max(free, 0))), s.dir, humanize.IBytes(uint64(s.opts.MinFreeDisk)))
+		ErrDiskLow, humanize.IBytes(uint64(max(free, 0))), d.dir, humanize.IBytes(uint64(d.min)))
 }

@@ -116,7 +116,7 @@ func TestWaitingWriteGoesOnWhenSpaceReturns(t *testing.T) {
 		defer rec.Release()
 		done <- s.Append(context.Background(), NewBatchID("default", "logs", payload), "default", logsTable(t), payload, rec)
 	}()
-	require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.commit.waiting.Load() == 1 }, 10*time.Second, time.Millisecond)
 	disk.free.Store(10 << 30)
 	select {
 	case err := <-done:

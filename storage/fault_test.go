@@ -515,7 +515,7 @@ func TestGroupOfRequestsIsReplayedWhole(t *testing.T) {
 		batches := request(names...)
 		go func() { errs <- s.AppendAll(context.Background(), batches) }()
 	}
-	require.Eventually(t, func() bool { return len(s.appends) == 3 }, time.Minute, time.Millisecond, "the other requests queue behind it")
+	require.Eventually(t, func() bool { return len(s.commit.appends) == 3 }, time.Minute, time.Millisecond, "the other requests queue behind it")
 	close(fsys.HoldSync)
 	for range 4 {
 		require.NoError(t, <-errs)

@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Observer sees what the store does, for metrics. The committer and flush
@@ -34,11 +32,6 @@ type Observer interface {
 type Duplicate struct {
 	Database, Table string
 	Rows            int64
-}
-
-// deduplicated reports a dropped copy to the observer.
-func (s *Store) deduplicated(database string, t *Table, rec arrow.RecordBatch) {
-	s.opts.Observer.Deduplicated(Duplicate{Database: database, Table: t.Name, Rows: rec.NumRows()})
 }
 
 // Commit is one WAL group commit: the batches written (duplicates

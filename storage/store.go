@@ -2,14 +2,12 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -129,29 +127,10 @@ type Store struct {
 	wal    *walState
 	dedup  *dedup
 
-	appends chan *appendReq
-	rotates chan chan *generation
-	quit    chan struct{}
-	wg      sync.WaitGroup
+	quit chan struct{}
+	wg   sync.WaitGroup
 
-	gen      *generation  // owned by the committer goroutine
-	group    []*appendReq // heads of requests
-	scratch  []byte
-	ends     []int
-	parts    [][]byte
-	buffered atomic.Int64 // bytes in every generation not yet released
-	// admitted counts the bytes of requests past the buffer check and not
-	// yet answered: concurrent requests see each other's before they are
-	// in a generation, so together they cannot overshoot the ceiling.
-	admitted atomic.Int64
-	// room wakes writers waiting for buffer room (AppendAll); waiting
-	// counts them, waited sums their waits in nanoseconds.
-	room    roomSignal
-	waiting atomic.Int32
-	waited  atomic.Int64
-	closing atomic.Bool
-	closeMu sync.RWMutex // Append holds it shared so Close can wait them out
-
+	commit  *committer
 	flushMu sync.Mutex
 	flusher *flusher
 
@@ -205,21 +184,20 @@ func Open(opts Options) (*Store, error) {
 		mergeLimits: defaultMergeLimits,
 		dir:         opts.DataDir,
 		sysDir:      filepath.Join(opts.DataDir, systemDirName),
-		appends:     make(chan *appendReq, maxGroup),
-		rotates:     make(chan chan *generation),
 		quit:        make(chan struct{}),
-		gen:         newGeneration(),
 		dedup:       newDedup(opts.DedupWindow, opts.Clock),
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName)}
 	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
-	s.flusher = newFlusher(opts, s.sysDir, s.rotates, s.quit)
+	s.commit = newCommitter(opts, s.wal, s.dedup, s.sinks, s.quit)
+	s.flusher = newFlusher(opts, s.sysDir, s.commit.rotates, s.quit)
 	s.flusher.published = func(uint64) error { return s.trimWAL(s.trimPoint()) }
-	s.flusher.released = s.released
+	s.flusher.released = s.commit.released
+	s.commit.flusher = s.flusher
 	lock, err := lockDir(s.sysDir)
 	if err != nil {
-		s.gen.release()
+		s.commit.abandon()
 		return nil, err
 	}
 	s.lock = lock
@@ -227,12 +205,15 @@ func Open(opts Options) (*Store, error) {
 		s.log.Warn("cannot read the free space of the data directory's file system: no write is refused for want of it (-min-free-disk)", "error", err)
 	}
 	if err := s.recover(); err != nil {
-		s.gen.release()
+		s.commit.abandon()
 		s.unlock()
 		return nil, err
 	}
 	s.wg.Add(2)
-	go s.commitLoop()
+	go func() {
+		defer s.wg.Done()
+		s.commit.commitLoop()
+	}()
 	go func() {
 		defer s.wg.Done()
 		s.flusher.loop(s.Flush)
@@ -346,11 +327,11 @@ func (s *Store) recover() error {
 		}
 		for _, e := range entries {
 			if !s.opts.NoParquet && seq <= s.flusher.done() {
-				s.rememberID(e)
+				s.commit.rememberID(e)
 				continue
 			}
 			replayed++
-			if err := s.replayEntry(e); err != nil {
+			if err := s.commit.replayEntry(e); err != nil {
 				return err
 			}
 		}
@@ -360,10 +341,10 @@ func (s *Store) recover() error {
 		return err
 	}
 	if replayed > 0 {
-		s.log.Info("replayed the write-ahead log", "segments", len(seqs), "batches", replayed, "rows", s.gen.rows)
+		s.log.Info("replayed the write-ahead log", "segments", len(seqs), "batches", replayed, "rows", s.commit.gen.rows)
 		s.flusher.request()
 	}
-	s.gen.lastSeq = last
+	s.commit.gen.lastSeq = last
 	s.trimmed = last
 	if len(seqs) > 0 {
 		s.trimmed = seqs[0] - 1
@@ -384,44 +365,6 @@ func (s *Store) recover() error {
 		s.log.Error("cannot remove wal segments every consumer has", "error", err)
 	}
 	return nil
-}
-
-// rememberID keeps the batch ID of a record that is not replayed.
-func (s *Store) rememberID(e walEntry) {
-	if e.id != NoDedup {
-		s.dedup.add(e.id)
-	}
-}
-
-func (s *Store) replayEntry(e walEntry) error {
-	s.rememberID(e)
-	rec, err := decodeWALRecord(e.ipc, s.mem)
-	if err != nil {
-		return err
-	}
-	defer rec.Release()
-	t, err := tableFor(e.table, rec.Schema())
-	if err != nil {
-		return err
-	}
-	if err := t.Check(rec); err != nil {
-		return err
-	}
-	s.addToGen(e.database, t, rec, len(e.ipc))
-	return nil
-}
-
-// addToGen buffers a durable record for the next flush. Without Parquet
-// only its size counts (it starts flushes, which close WAL segments for
-// the sinks to read).
-func (s *Store) addToGen(database string, t *Table, rec arrow.RecordBatch, size int) {
-	if s.opts.NoParquet {
-		s.gen.rows += rec.NumRows()
-		s.gen.bytes += int64(size)
-	} else {
-		s.gen.add(database, t, rec, size)
-	}
-	s.buffered.Add(int64(size))
 }
 
 // Append makes a validated record batch durable: when it returns nil the
@@ -475,8 +418,8 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 	for {
 		// Taken before the check: a flush that frees room after it wakes
 		// this request even if it ends before the wait begins.
-		room := s.room.next()
-		full, err := s.appendAll(ctx, batches, size)
+		room := s.commit.room.next()
+		full, err := s.commit.appendAll(ctx, batches, size)
 		if full == nil {
 			return err
 		}
@@ -488,253 +431,10 @@ func (s *Store) AppendAll(ctx context.Context, batches []Batch) error {
 			defer t.Stop()
 			giveUp = t.C
 		}
-		if err := s.waitForRoom(ctx, room, giveUp, full); err != nil {
+		if err := s.commit.waitForRoom(ctx, room, giveUp, full); err != nil {
 			return err
 		}
 	}
-}
-
-// waitForRoom waits for room, the end of the request's BufferWait or its
-// client; waiting and waited let the committer and /metrics see it. full
-// is what it waits out: the buffer's ceiling, which flushes make room
-// under, or the disk's floor, which they may and whatever frees space
-// (retention, an operator) may, unannounced: the disk is looked at again
-// every diskRecheck.
-func (s *Store) waitForRoom(ctx context.Context, room <-chan struct{}, giveUp <-chan time.Time, full error) error {
-	s.waiting.Add(1)
-	start := time.Now()
-	defer func() {
-		s.waited.Add(int64(time.Since(start)))
-		s.waiting.Add(-1)
-	}()
-	var recheck <-chan time.Time
-	if errors.Is(full, ErrDiskLow) {
-		t := time.NewTimer(diskRecheck)
-		defer t.Stop()
-		recheck = t.C
-	}
-	select {
-	case <-room:
-		return nil
-	case <-recheck:
-		return nil
-	case <-giveUp:
-		return fmt.Errorf("%w (waited %s for a flush to make room)", full, s.opts.BufferWait)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// appendAll is one attempt of AppendAll; full is why it found no room
-// for size more bytes (ErrBackpressure: the buffer; ErrDiskLow: the
-// disk), and nothing was stored. It waits without holding closeMu, so
-// Close does not wait for a flush that may never come.
-func (s *Store) appendAll(ctx context.Context, batches []Batch, size int64) (full, _ error) {
-	if s.closing.Load() {
-		// Before RLock: a Close waiting for the lock blocks new readers
-		// until the requests in flight are answered.
-		return nil, ErrClosed
-	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closing.Load() {
-		return nil, ErrClosed
-	}
-	if err := s.checkDisk(size); err != nil {
-		if s.buffered.Load() > 0 {
-			// A flush turns WAL segments into smaller Parquet files; one
-			// of nothing would only rotate the WAL.
-			s.flusher.request()
-		}
-		return err, nil
-	}
-	if s.admitted.Add(size)+s.buffered.Load() > s.opts.MaxBufferBytes {
-		s.admitted.Add(-size)
-		s.flusher.request()
-		return ErrBackpressure, nil
-	}
-	// Once answered, committed rows are in buffered (addToGen runs before
-	// the answer), so for a moment they count twice: on the safe side.
-	added := false
-	defer func() {
-		s.admitted.Add(-size)
-		if !added && s.waiting.Load() > 0 {
-			// Refused, failed or all duplicates: the room it held is free
-			// again, and no flush will say so.
-			s.room.broadcast()
-		}
-	}()
-	if err := s.wal.Err(); err != nil {
-		return nil, err
-	}
-	if wal := s.wal.Bytes(); wal+size > s.opts.MaxWALBytes {
-		return nil, fmt.Errorf("%w: the wal holds %d bytes not yet in every sink (limit %d)%s", ErrBackpressure, wal, s.opts.MaxWALBytes, s.sinks.heldNote())
-	}
-	reqs := make([]*appendReq, 0, len(batches))
-	for i := range batches {
-		b := &batches[i]
-		if s.dedup.stored(b) {
-			b.Deduplicated = true
-			s.deduplicated(b.Database, b.Table, b.Rec)
-			continue
-		}
-		b.Rec.Retain()
-		reqs = append(reqs, &appendReq{id: b.ID, batch: b, database: b.Database, table: b.Table, ipc: b.IPC, rec: b.Rec, done: make(chan error, 1)})
-	}
-	if len(reqs) == 0 {
-		return nil, nil
-	}
-	// The first batch carries the others into the committer's group.
-	reqs[0].request = reqs
-	select {
-	case s.appends <- reqs[0]:
-	case <-ctx.Done():
-		for _, r := range reqs {
-			r.rec.Release()
-		}
-		return nil, ctx.Err()
-	}
-	// Once queued, the outcome must be waited for: the caller may only
-	// forget a batch that is known not to be acknowledged.
-	var err error
-	for _, r := range reqs {
-		if rerr := <-r.done; rerr != nil && err == nil {
-			err = rerr
-		}
-		r.batch.Deduplicated = r.dup // written before done was sent
-		added = added || !r.dup
-	}
-	added = added && err == nil
-	return nil, err
-}
-
-// released gives back the buffer room of a flushed generation.
-func (s *Store) released(bytes int64) {
-	s.buffered.Add(-bytes)
-	if bytes > 0 {
-		s.room.broadcast()
-	}
-}
-
-// commitLoop is the only writer of the WAL and of the current generation.
-// Requests that arrive while an fsync runs queue up and share the next one.
-func (s *Store) commitLoop() {
-	defer s.wg.Done()
-	for {
-		select {
-		case r := <-s.appends:
-			s.group = append(s.group[:0], r)
-			for len(s.group) < maxGroup {
-				select {
-				case r := <-s.appends:
-					s.group = append(s.group, r)
-					continue
-				default:
-				}
-				break
-			}
-			s.commitGroup()
-		case reply := <-s.rotates:
-			reply <- s.rotate()
-		case <-s.quit:
-			return
-		}
-	}
-}
-
-// commitGroup writes each request of the group as one WAL record (so a
-// request is stored whole or not at all) and commits them with one fsync.
-func (s *Store) commitGroup() {
-	inGroup := map[BatchID]bool{}
-	var written int
-	var bytes int64
-	// The WAL does not copy what it is given until the commit, so every
-	// request's batch headers go to scratch first, for the whole group,
-	// and are sliced after, as appending may move it: ends has, per
-	// request, the end of its payload's first 5 bytes and of each batch
-	// header.
-	s.scratch = s.scratch[:0]
-	ends := s.ends[:0]
-	for _, head := range s.group {
-		at := len(s.scratch)
-		s.scratch = append(s.scratch, payloadVersion, 0, 0, 0, 0)
-		ends = append(ends, len(s.scratch))
-		var n uint32
-		for _, r := range head.batches() {
-			if r.dup = r.id != NoDedup && (inGroup[r.id] || s.dedup.stored(r.batch)); r.dup {
-				s.deduplicated(r.database, r.table, r.rec)
-				continue
-			}
-			if r.id != NoDedup {
-				inGroup[r.id] = true
-			}
-			s.scratch = appendBatchHeader(s.scratch, r.database, r.table.Name, r.id, len(r.ipc))
-			ends = append(ends, len(s.scratch))
-			n++
-		}
-		binary.LittleEndian.PutUint32(s.scratch[at+1:], n)
-	}
-	s.ends = ends
-	i := 0
-	for _, head := range s.group {
-		start := ends[i] - 5
-		parts := append(s.parts[:0], s.scratch[start:ends[i]])
-		i++
-		for _, r := range head.batches() {
-			if r.dup {
-				continue
-			}
-			parts = append(parts, s.scratch[ends[i-1]:ends[i]], r.ipc)
-			i++
-		}
-		if len(parts) > 1 {
-			bytes += s.wal.Write(parts...)
-			written += (len(parts) - 1) / 2
-		}
-		clear(parts)
-		s.parts = parts[:0]
-	}
-	start := time.Now()
-	err := s.wal.Commit()
-	s.opts.Observer.Committed(Commit{Batches: written, Bytes: bytes, Sync: time.Since(start), Err: err})
-	for _, head := range s.group {
-		for _, r := range head.batches() {
-			if err == nil && !r.dup {
-				if r.id != NoDedup {
-					s.dedup.add(r.id)
-				}
-				s.addToGen(r.database, r.table, r.rec, len(r.ipc))
-			}
-			r.rec.Release()
-			r.done <- err
-		}
-	}
-	if err != nil {
-		s.log.Error("wal commit failed; batches were not acknowledged", "requests", len(s.group), "error", err)
-	}
-	clear(s.group)
-	// Writers waiting for room need a flush of what is here now: the one
-	// they asked for may have found nothing to flush, their room held by
-	// requests not yet committed then.
-	if s.gen.bytes >= s.opts.FlushBytes || (s.gen.bytes > 0 && s.waiting.Load() > 0) {
-		s.flusher.request()
-	}
-}
-
-// rotate hands the current generation to a flush and starts a new one on a
-// new WAL segment. It runs on the committer goroutine, between groups, so
-// every record of the old segments is in the old generation.
-func (s *Store) rotate() *generation {
-	old := s.gen
-	closed, err := s.wal.Rotate()
-	if err != nil {
-		s.log.Error("cannot start a new wal segment; flushing later", "error", err)
-		return nil
-	}
-	old.lastSeq = closed
-	s.gen = newGeneration()
-	s.sinks.segmentClosed(old.lastSeq)
-	return old
 }
 
 // maintainLoop applies retention and compacts closed partitions on a
@@ -786,10 +486,10 @@ func (s *Store) Flush() error {
 // Close stops accepting batches, flushes every buffered row to Parquet and
 // releases the store.
 func (s *Store) Close() error {
-	s.closing.Store(true)
-	s.room.broadcast() // writers waiting for room learn that none will come
-	s.closeMu.Lock()   // waits for in-flight Appends
-	s.closeMu.Unlock()
+	s.commit.closing.Store(true)
+	s.commit.room.broadcast() // writers waiting for room learn that none will come
+	s.commit.closeMu.Lock()   // waits for in-flight Appends
+	s.commit.closeMu.Unlock()
 	err := s.Flush()
 	s.sinks.drain()
 	close(s.quit)
@@ -805,13 +505,13 @@ func (s *Store) Close() error {
 }
 
 // Buffered returns the bytes of acknowledged batches not yet in Parquet.
-func (s *Store) Buffered() int64 { return s.buffered.Load() }
+func (s *Store) Buffered() int64 { return s.commit.buffered.Load() }
 
 // BufferWaited returns how long writes have waited in all for buffer room.
-func (s *Store) BufferWaited() time.Duration { return time.Duration(s.waited.Load()) }
+func (s *Store) BufferWaited() time.Duration { return time.Duration(s.commit.waited.Load()) }
 
 // Ready reports whether the store accepts batches.
-func (s *Store) Ready() bool { return !s.closing.Load() }
+func (s *Store) Ready() bool { return !s.commit.closing.Load() }
 
 // Writable checks that the store takes writes: its WAL is not poisoned by
 // a failed write it could not undo, and the data directory takes a new

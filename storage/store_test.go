@@ -51,18 +51,18 @@ func openStore(t *testing.T, dir string, fsys FS) *Store {
 // crash stops the store the way kill -9 would: no flush, nothing closed
 // cleanly, buffered rows abandoned.
 func (s *Store) crash() {
-	s.closing.Store(true)
+	s.commit.closing.Store(true)
 	close(s.quit)
 	s.sinks.abandon()
 	s.wg.Wait()
 	s.wal.Abandon()
-	s.gen.release()
+	s.commit.abandon()
 	s.flusher.abandon()
 	s.unlock()
 }
 
 // queued is how many requests wait for the next group commit.
-func (s *Store) queued() int { return len(s.appends) }
+func (s *Store) queued() int { return len(s.commit.appends) }
 
 // messages reads every Parquet file under dir/default/logs and returns the
 // messages by partition directory.
@@ -387,9 +387,9 @@ func waitBehindHeldCommit(ctx context.Context, t *testing.T, fsys *walFaults, di
 		return done
 	}
 	firstDone = appendAsync(context.Background(), first, firstPayload)
-	require.Eventually(t, func() bool { return s.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.commit.admitted.Load() > 0 }, 10*time.Second, time.Millisecond)
 	secondDone = appendAsync(ctx, second, secondPayload)
-	require.Eventually(t, func() bool { return s.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
+	require.Eventually(t, func() bool { return s.commit.waiting.Load() == 1 }, 10*time.Second, time.Millisecond, "the second request waits")
 	return s, firstDone, secondDone
 }
 
