@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // Compaction merges the small files that flushes leave in a partition into
@@ -37,7 +37,7 @@ import (
 
 // Layout of compaction state under the system folder.
 const (
-	compactDirName    = "compact"
+	compactDirName    = layout.CompactDirName
 	compactIntentName = "compact-intent.json"
 )
 
@@ -82,8 +82,8 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		closed := !p.end.After(st.Cutoff)
-		err = s.compactPartition(p.dir, closed, current, &st)
+		closed := !p.End.After(st.Cutoff)
+		err = s.compactPartition(p.Dir, closed, current, &st)
 	}
 	s.current = current
 	st.Duration, st.Err = time.Since(start), err
@@ -96,8 +96,8 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 }
 
 // partitions lists every partition folder of every table.
-func (s *Store) partitions() ([]partitionDir, error) {
-	var out []partitionDir
+func (s *Store) partitions() ([]layout.PartitionDir, error) {
+	var out []layout.PartitionDir
 	dbs, err := s.fs.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list data dir: %w", err)
@@ -111,7 +111,7 @@ func (s *Store) partitions() ([]partitionDir, error) {
 			return nil, fmt.Errorf("list database: %w", err)
 		}
 		for _, t := range tables {
-			parts, err := s.tablePartitions(filepath.Join(s.dir, db.Name(), t.Name()))
+			parts, err := layout.TablePartitions(s.fs, filepath.Join(s.dir, db.Name(), t.Name()))
 			if err != nil {
 				return nil, err
 			}
@@ -121,65 +121,12 @@ func (s *Store) partitions() ([]partitionDir, error) {
 	return out, nil
 }
 
-type partitionDir struct {
-	dir string
-	end time.Time // when its hour ends
-}
-
-// tablePartitions lists date=YYYY-MM-DD/hour=H folders of a table.
-func (s *Store) tablePartitions(table string) ([]partitionDir, error) {
-	var out []partitionDir
-	dates, err := s.fs.ReadDir(table)
-	if err != nil {
-		return nil, fmt.Errorf("list table: %w", err)
-	}
-	for _, d := range dates {
-		day, ok := strings.CutPrefix(d.Name(), "date=")
-		if !d.IsDir() || !ok {
-			continue
-		}
-		date, err := time.Parse(time.DateOnly, day)
-		if err != nil {
-			continue
-		}
-		hours, err := s.fs.ReadDir(filepath.Join(table, d.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("list date: %w", err)
-		}
-		for _, h := range hours {
-			hs, ok := strings.CutPrefix(h.Name(), "hour=")
-			hour, err := strconv.Atoi(hs)
-			if !h.IsDir() || !ok || err != nil || hour < 0 || hour > 23 {
-				continue
-			}
-			out = append(out, partitionDir{dir: filepath.Join(table, d.Name(), h.Name()), end: date.Add(time.Duration(hour+1) * time.Hour)})
-		}
-	}
-	return out, nil
-}
-
-// parquetFiles lists the Parquet files of a folder, by name.
-func (s *Store) parquetFiles(dir string) ([]string, error) {
-	entries, err := s.fs.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("list partition: %w", err)
-	}
-	var out []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), parquetExt) {
-			out = append(out, e.Name())
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // compactPartition merges each schema's files of one closed partition,
 // and in any partition the files of earlier builds, whose timestamps are
 // not in the contract's unit, with the files of their shape. current
 // collects the files left alone that are in the unit.
 func (s *Store) compactPartition(dir string, closed bool, current map[string]bool, st *CompactStats) error {
-	names, err := s.parquetFiles(dir)
+	names, err := layout.ParquetFiles(s.fs, dir)
 	if err != nil || len(names) == 0 {
 		return err
 	}
@@ -558,7 +505,7 @@ func (s *Store) swap(dir string, merged map[string]bool, outputs []mergedFile) e
 	if err := s.flusher.unfinished(); err != nil {
 		return err
 	}
-	names, err := s.parquetFiles(dir)
+	names, err := layout.ParquetFiles(s.fs, dir)
 	if err != nil {
 		return err
 	}
@@ -659,7 +606,7 @@ func (s *Store) recoverCompaction() error {
 		return fmt.Errorf("clear staging dirs: %w", err)
 	}
 	// Retention's trash is the other maintenance leftover a crash leaves.
-	return s.emptyTrash()
+	return layout.EmptyTrash(s.fs, filepath.Join(s.sysDir, trashDirName))
 }
 
 func (s *Store) hook(step string) error {

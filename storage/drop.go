@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // What components outside the store (the object-storage uploader) may see
@@ -27,28 +27,15 @@ func WriteFileAtomic(path string, data []byte) error { return writeFileAtomic(OS
 
 // ErrBadPartition reports a partition path that is not
 // <database>/<table>/date=YYYY-MM-DD/hour=H.
-var ErrBadPartition = errors.New("partition must be <database>/<table>/date=YYYY-MM-DD/hour=H")
+var ErrBadPartition = layout.ErrBadPartition
 
 // ParsePartition checks a partition's path relative to the data directory
 // and returns when its hour ends.
-func ParsePartition(rel string) (end time.Time, err error) {
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	if len(parts) != 4 || CheckName("database", parts[0]) != nil || CheckName("table", parts[1]) != nil {
-		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
-	}
-	day, ok1 := strings.CutPrefix(parts[2], "date=")
-	hs, ok2 := strings.CutPrefix(parts[3], "hour=")
-	date, err1 := time.Parse(time.DateOnly, day)
-	hour, err2 := strconv.Atoi(hs)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil || hour < 0 || hour > 23 || strconv.Itoa(hour) != hs {
-		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
-	}
-	return date.Add(time.Duration(hour+1) * time.Hour), nil
-}
+func ParsePartition(rel string) (end time.Time, err error) { return layout.ParsePartition(rel) }
 
-// droppedDirName holds a tombstone per drop the caller has not forgotten:
-// the partition's own folder, renamed there and emptied.
-const droppedDirName = "dropped"
+// droppedDirName holds a tombstone per drop the caller has not forgotten
+// (layout.DroppedDirName).
+const droppedDirName = layout.DroppedDirName
 
 // ErrBadDropToken reports a drop token that is not a plain name.
 var ErrBadDropToken = errors.New("drop token must be 1-64 letters, digits or dashes")
@@ -93,7 +80,7 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 		return false, err
 	}
 	dir := filepath.Join(s.dir, rel)
-	have, err := s.parquetFiles(dir)
+	have, err := layout.ParquetFiles(s.fs, dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

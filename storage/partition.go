@@ -9,17 +9,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
-// Layout of the data directory. Directories the sidecar keeps for itself
-// start with an underscore, which Hive-style readers (Spark, DuckDB's
-// hive_partitioning, pyarrow) skip.
+// Layout of the data directory (package layout).
 const (
-	systemDirName = "_arcstore"
-	walDirName    = "wal"
-	tmpDirName    = "tmp"
+	systemDirName = layout.SystemDirName
+	walDirName    = layout.WALDirName
+	tmpDirName    = layout.TmpDirName
 	intentName    = "flush-intent.json"
-	parquetExt    = ".parquet"
+	parquetExt    = layout.ParquetExt
 )
 
 // partKey names one partition: a table of a database and one UTC hour.

@@ -1,14 +1,13 @@
 package storage
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // Retention maps "database/table" patterns to how long partitions are
@@ -54,10 +53,8 @@ func (r Retention) For(database, table string) (time.Duration, bool) {
 	return 0, false
 }
 
-// trashDirName holds partitions on their way out: a partition is renamed
-// there (one atomic step: readers see it whole or not at all) and then
-// deleted.
-const trashDirName = "trash"
+// trashDirName holds partitions on their way out (layout.TrashDirName).
+const trashDirName = layout.TrashDirName
 
 // ApplyRetention deletes every partition whose hour ended longer ago than
 // its table's retention, and returns how many it deleted. It runs under the
@@ -74,10 +71,10 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 	if err := s.flusher.unfinished(); err != nil {
 		return 0, err
 	}
-	if err := s.emptyTrash(); err != nil {
+	trash := filepath.Join(s.sysDir, trashDirName)
+	if err := layout.EmptyTrash(s.fs, trash); err != nil {
 		return 0, err
 	}
-	trash := filepath.Join(s.sysDir, trashDirName)
 	if err := s.fs.MkdirAll(trash, 0o755); err != nil {
 		return 0, fmt.Errorf("create trash dir: %w", err)
 	}
@@ -99,15 +96,15 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 			if !ok || !t.IsDir() {
 				continue
 			}
-			parts, err := s.tablePartitions(filepath.Join(s.dir, db.Name(), t.Name()))
+			parts, err := layout.TablePartitions(s.fs, filepath.Join(s.dir, db.Name(), t.Name()))
 			if err != nil {
 				return removed, err
 			}
 			for _, p := range parts {
-				if p.end.After(now.Add(-keep)) {
+				if p.End.After(now.Add(-keep)) {
 					continue
 				}
-				if err := s.discard(p.dir, trash); err != nil {
+				if err := layout.Discard(s.fs, p.Dir, trash, func() { s.flusher.forgetDir(p.Dir) }); err != nil {
 					return removed, err
 				}
 				removed++
@@ -119,41 +116,4 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 		s.opts.Observer.Retired(removed)
 	}
 	return removed, nil
-}
-
-func (s *Store) discard(dir, trash string) error {
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	gone := filepath.Join(trash, hex.EncodeToString(r[:]))
-	if err := s.fs.Rename(dir, gone); err != nil {
-		return fmt.Errorf("retire partition %s: %w", dir, err)
-	}
-	if err := s.fs.SyncDir(filepath.Dir(dir)); err != nil {
-		return fmt.Errorf("sync after retiring a partition: %w", err)
-	}
-	s.flusher.forgetDir(dir)
-	if err := s.fs.RemoveAll(gone); err != nil {
-		return fmt.Errorf("delete retired partition: %w", err)
-	}
-	return nil
-}
-
-// emptyTrash deletes what a crash (or a failed delete) left in the trash:
-// partitions already out of every reader's sight, still holding their
-// space.
-func (s *Store) emptyTrash() error {
-	trash := filepath.Join(s.sysDir, trashDirName)
-	entries, err := s.fs.ReadDir(trash)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("list trash dir: %w", err)
-	}
-	for _, e := range entries {
-		if err := s.fs.RemoveAll(filepath.Join(trash, e.Name())); err != nil {
-			return fmt.Errorf("delete retired partition: %w", err)
-		}
-	}
-	return nil
 }

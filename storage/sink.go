@@ -22,6 +22,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
@@ -72,7 +73,7 @@ type SinkWritten struct {
 
 // Layout of sink state under the system directory.
 const (
-	sinksDirName   = "sinks"
+	sinksDirName   = layout.SinksDirName
 	cursorExt      = ".done"
 	parquetCursor  = "parquet"
 	sidecarIDName  = "sidecar-id"

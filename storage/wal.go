@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -201,8 +200,6 @@ func cutString(p []byte) (string, []byte, bool) {
 	}
 	return string(p[2 : 2+n]), p[2+n:], true
 }
-
-func dirOf(path string) string { return filepath.Dir(path) }
 
 // decodeWALRecord decodes a batch of a WAL record in the contract's time
 // unit: records that earlier builds wrote hold nanoseconds

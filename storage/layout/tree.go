@@ -1,0 +1,149 @@
+package layout
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Layout of the data directory. Directories the sidecar keeps for itself
+// start with an underscore, which Hive-style readers (Spark, DuckDB's
+// hive_partitioning, pyarrow) skip.
+const (
+	// SystemDirName is the sidecar's own folder beside the databases.
+	SystemDirName = "_arcstore"
+	// Folders under SystemDirName.
+	WALDirName     = "wal"
+	TmpDirName     = "tmp"
+	CompactDirName = "compact"
+	SinksDirName   = "sinks"
+	// TrashDirName holds partitions on their way out: a partition is
+	// renamed there (one atomic step: readers see it whole or not at all)
+	// and then deleted.
+	TrashDirName = "trash"
+	// DroppedDirName holds a tombstone per drop the caller has not
+	// forgotten: the partition's own folder, renamed there and emptied.
+	DroppedDirName = "dropped"
+	ParquetExt     = ".parquet"
+)
+
+// ErrBadPartition reports a partition path that is not
+// <database>/<table>/date=YYYY-MM-DD/hour=H.
+var ErrBadPartition = errors.New("partition must be <database>/<table>/date=YYYY-MM-DD/hour=H")
+
+// ParsePartition checks a partition's path relative to the data directory
+// and returns when its hour ends.
+func ParsePartition(rel string) (end time.Time, err error) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) != 4 || CheckName("database", parts[0]) != nil || CheckName("table", parts[1]) != nil {
+		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
+	}
+	day, ok1 := strings.CutPrefix(parts[2], "date=")
+	hs, ok2 := strings.CutPrefix(parts[3], "hour=")
+	date, err1 := time.Parse(time.DateOnly, day)
+	hour, err2 := strconv.Atoi(hs)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || hour < 0 || hour > 23 || strconv.Itoa(hour) != hs {
+		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
+	}
+	return date.Add(time.Duration(hour+1) * time.Hour), nil
+}
+
+// PartitionDir is a partition folder and when its hour ends.
+type PartitionDir struct {
+	Dir string
+	End time.Time
+}
+
+// TablePartitions lists date=YYYY-MM-DD/hour=H folders of a table.
+func TablePartitions(fsys FS, table string) ([]PartitionDir, error) {
+	var out []PartitionDir
+	dates, err := fsys.ReadDir(table)
+	if err != nil {
+		return nil, fmt.Errorf("list table: %w", err)
+	}
+	for _, d := range dates {
+		day, ok := strings.CutPrefix(d.Name(), "date=")
+		if !d.IsDir() || !ok {
+			continue
+		}
+		date, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			continue
+		}
+		hours, err := fsys.ReadDir(filepath.Join(table, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list date: %w", err)
+		}
+		for _, h := range hours {
+			hs, ok := strings.CutPrefix(h.Name(), "hour=")
+			hour, err := strconv.Atoi(hs)
+			if !h.IsDir() || !ok || err != nil || hour < 0 || hour > 23 {
+				continue
+			}
+			out = append(out, PartitionDir{Dir: filepath.Join(table, d.Name(), h.Name()), End: date.Add(time.Duration(hour+1) * time.Hour)})
+		}
+	}
+	return out, nil
+}
+
+// ParquetFiles lists the Parquet files of a folder, by name.
+func ParquetFiles(fsys FS, dir string) ([]string, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list partition: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ParquetExt) {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Discard retires the partition folder dir: one rename into trash takes
+// it out of every reader's sight, made durable, then it is deleted.
+// retired runs once it is out of sight, before the delete.
+func Discard(fsys FS, dir, trash string, retired func()) error {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	gone := filepath.Join(trash, hex.EncodeToString(r[:]))
+	if err := fsys.Rename(dir, gone); err != nil {
+		return fmt.Errorf("retire partition %s: %w", dir, err)
+	}
+	if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("sync after retiring a partition: %w", err)
+	}
+	retired()
+	if err := fsys.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete retired partition: %w", err)
+	}
+	return nil
+}
+
+// EmptyTrash deletes what a crash (or a failed delete) left in the trash
+// folder: partitions already out of every reader's sight, still holding
+// their space.
+func EmptyTrash(fsys FS, trash string) error {
+	entries, err := fsys.ReadDir(trash)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list trash dir: %w", err)
+	}
+	for _, e := range entries {
+		if err := fsys.RemoveAll(filepath.Join(trash, e.Name())); err != nil {
+			return fmt.Errorf("delete retired partition: %w", err)
+		}
+	}
+	return nil
+}
