@@ -23,6 +23,7 @@ import (
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/layout"
+	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
 // Compaction merges the small files that flushes leave in a partition into
@@ -301,7 +302,7 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	w, err := parquetfile.NewWriter(bw, parquetSchema, arrowSchema, parquetfile.Options{
 		Compression:   s.opts.Compression,
 		RowGroupRows:  s.opts.RowGroupRows,
-		BloomColumns:  bloomColumns(table),
+		BloomColumns:  tableschema.BloomColumns(table),
 		ExpectedRows:  g.rows,
 		AllStatistics: true,
 	})
@@ -338,11 +339,11 @@ func compactSchemas(table, path string) (*arrow.Schema, *parquet.Schema, error) 
 		return nil, nil, fmt.Errorf("read schema of %s: %w", path, err)
 	}
 	as = schema.StoredSchema(as) // readBatches converts an earlier build's rows
-	dictInts, err := lowCardinalityInts(fr)
+	dictInts, err := tableschema.LowCardinalityInts(fr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	ps, err := compactedSchema(table, timeFirst(as), dictInts)
+	ps, err := tableschema.Compacted(table, timeFirst(as), dictInts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -383,7 +384,7 @@ func (s *Store) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup, pat
 	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
 		parquet.DataPageVersion(parquetfile.DataPageVersion), parquet.PageBufferSize(parquetfile.DataPageBytes)}
 	var filters []parquet.BloomFilterColumn // one option: each replaces the last
-	for _, col := range bloomColumns(table) {
+	for _, col := range tableschema.BloomColumns(table) {
 		if _, ok := g.schema.Lookup(col); ok {
 			filters = append(filters, parquet.SplitBlockFilter(10, col))
 		}
@@ -424,7 +425,7 @@ const sortRunRows = 128 * 1024
 // sortColumns are sortKeys as parquet-go sorting columns.
 func sortColumns(table string, schema *parquet.Schema) []parquet.SortingColumn {
 	var out []parquet.SortingColumn
-	for _, k := range sortKeyNames(table) {
+	for _, k := range tableschema.SortKeyNames(table) {
 		if _, ok := schema.Lookup(k); !ok {
 			break // a prefix of the keys still orders rows usefully
 		}
@@ -433,34 +434,16 @@ func sortColumns(table string, schema *parquet.Schema) []parquet.SortingColumn {
 	return out
 }
 
-// sortKeyNames are a table's sort columns: the OTLP table's own, or time
-// for a measurement.
-func sortKeyNames(table string) []string {
-	if t, ok := tables[table]; ok {
-		return t.SortColumns
-	}
-	return []string{measurementTimeCol}
-}
-
-// sortKeys are sortKeyNames present in an Arrow schema.
+// sortKeys are tableschema.SortKeyNames present in an Arrow schema.
 func sortKeys(table string, schema *arrow.Schema) []string {
 	var out []string
-	for _, k := range sortKeyNames(table) {
+	for _, k := range tableschema.SortKeyNames(table) {
 		if !schema.HasField(k) {
 			break // a prefix of the keys still orders rows usefully
 		}
 		out = append(out, k)
 	}
 	return out
-}
-
-// bloomColumns are the point-lookup columns of a table: the OTLP table's
-// own, or trace_id where a measurement has one.
-func bloomColumns(table string) []string {
-	if t, ok := tables[table]; ok {
-		return t.BloomColumns
-	}
-	return []string{traceIDColumn}
 }
 
 func copyFile(w parquet.RowWriter, path string) (int64, error) {

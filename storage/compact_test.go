@@ -19,6 +19,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
 // partitionFiles lists the Parquet files of a logs partition.
@@ -93,6 +94,9 @@ func setCompactHook(s *Store, hook func(step string) error) { s.compactHook = ho
 
 // setMergeLimits sizes the merges of the store's compactions.
 func setMergeLimits(s *Store, l mergeLimits) { s.mergeLimits = l }
+
+// minDictSampleRows is the sample compaction chooses dictionaries by.
+const minDictSampleRows = tableschema.MinDictSampleRows
 
 // compactKnownFiles is how many files compaction has read the footer of
 // and left alone.

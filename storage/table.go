@@ -12,6 +12,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
 // Table is what storage needs to know of a table: its schemas and where the
@@ -42,7 +43,7 @@ type Table struct {
 // InvalidArgument.
 var (
 	ErrUnknownTable   = errors.New("unknown table")
-	ErrSchemaMismatch = errors.New("record batch schema does not match the table")
+	ErrSchemaMismatch = tableschema.ErrSchemaMismatch
 	ErrNullInRequired = errors.New("null in a non-nullable column")
 	ErrInvalidUTF8    = errors.New("string is not valid UTF-8")
 	ErrMalformed      = errors.New("malformed record batch")

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
 // Database and measurement names are the client's (InfluxDB takes any
@@ -45,7 +45,7 @@ func DatabaseFolder(name string) (string, error) {
 // MeasurementFolder returns the folder a measurement's table is stored
 // under, beside the OTLP tables of its database.
 func MeasurementFolder(name string) (string, error) {
-	return folder("measurement", name, isOTLPTable(name))
+	return folder("measurement", name, tableschema.IsOTLPTable(name))
 }
 
 func folder(kind, name string, reserved bool) (string, error) {
@@ -136,7 +136,7 @@ func CheckName(kind, folder string) error {
 	case err != nil:
 	case kind == "database":
 		want, err = DatabaseFolder(name)
-	case kind == "table" && isOTLPTable(folder):
+	case kind == "table" && tableschema.IsOTLPTable(folder):
 		want = folder
 	default:
 		want, err = MeasurementFolder(name)
@@ -148,11 +148,4 @@ func CheckName(kind, folder string) error {
 		return fmt.Errorf("%s %q: %w", kind, folder, err)
 	}
 	return nil
-}
-
-// isOTLPTable reports whether name is one of the OTLP tables, whose
-// folders sit beside the measurements'.
-func isOTLPTable(name string) bool {
-	_, ok := schema.Lookup(name)
-	return ok
 }
