@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
@@ -334,12 +335,12 @@ func (c *Committer) list() (tables, error) {
 	if err != nil {
 		return nil, err
 	}
-	dbs, err := subdirs(Dir(c.cfg.DataDir))
+	dbs, err := layout.Subdirs(layout.OSFS{}, Dir(c.cfg.DataDir))
 	if err != nil {
 		return nil, fmt.Errorf("list iceberg dir: %w", err)
 	}
 	for _, db := range dbs {
-		tbls, err := subdirs(filepath.Join(Dir(c.cfg.DataDir), db))
+		tbls, err := layout.Subdirs(layout.OSFS{}, filepath.Join(Dir(c.cfg.DataDir), db))
 		if err != nil {
 			return nil, fmt.Errorf("list iceberg dir: %w", err)
 		}

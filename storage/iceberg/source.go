@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
@@ -114,85 +115,33 @@ func partitionOf(p string) string {
 // skipped: their files are not wanted any more.
 func listLocal(dataDir string) (tables, error) {
 	out := tables{}
-	dbs, err := subdirs(dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("list data dir: %w", err)
-	}
-	for _, db := range dbs {
-		if storage.CheckName("database", db) != nil {
-			continue
+	err := layout.Walk(layout.OSFS{}, dataDir, func(p layout.Partition) error {
+		entries, err := os.ReadDir(p.Dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
 		}
-		tbls, err := subdirs(filepath.Join(dataDir, db))
 		if err != nil {
-			return nil, fmt.Errorf("list database: %w", err)
+			return fmt.Errorf("list partition: %w", err)
 		}
-		for _, t := range tbls {
-			if storage.CheckName("table", t) != nil {
+		rel := strings.SplitN(p.Rel, "/", 3)[2]
+		var files []wanted
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".parquet") {
 				continue
 			}
-			if err := listTable(dataDir, tableID{db, t}, out); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-func listTable(dataDir string, id tableID, out tables) error {
-	dir := filepath.Join(dataDir, id.db, id.table)
-	dates, err := subdirs(dir)
-	if err != nil {
-		return fmt.Errorf("list table: %w", err)
-	}
-	for _, d := range dates {
-		hours, err := subdirs(filepath.Join(dir, d))
-		if err != nil {
-			return fmt.Errorf("list date: %w", err)
-		}
-		for _, h := range hours {
-			rel := d + "/" + h
-			if _, err := storage.ParsePartition(id.db + "/" + id.table + "/" + rel); err != nil {
-				continue
-			}
-			entries, err := os.ReadDir(filepath.Join(dir, d, h))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
+			info, err := e.Info()
 			if err != nil {
-				return fmt.Errorf("list partition: %w", err)
+				continue // swapped away since the listing: so is the partition
 			}
-			var files []wanted
-			for _, e := range entries {
-				if e.IsDir() || !strings.HasSuffix(e.Name(), ".parquet") {
-					continue
-				}
-				info, err := e.Info()
-				if err != nil {
-					continue // swapped away since the listing: so is the partition
-				}
-				files = append(files, wanted{partition: rel, name: e.Name(), local: filepath.Join(dir, d, h, e.Name()), since: info.ModTime()})
-			}
-			if len(files) > 0 {
-				out.table(id).partition(rel).files = files
-			}
+			files = append(files, wanted{partition: rel, name: e.Name(), local: filepath.Join(p.Dir, e.Name()), since: info.ModTime()})
 		}
-	}
-	return nil
-}
-
-func subdirs(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+		if len(files) > 0 {
+			out.table(tableID{p.Database, p.Table}).partition(rel).files = files
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // localPartition is a partition folder and its Parquet files.
@@ -49,65 +48,18 @@ func (p *localPartition) names() []string {
 // swap leaves the path in place) are skipped.
 func listPartitions(dataDir string) ([]*localPartition, error) {
 	var out []*localPartition
-	dbs, err := readDirs(dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("list data dir: %w", err)
-	}
-	for _, db := range dbs {
-		if storage.CheckName("database", db) != nil {
-			continue
-		}
-		tables, err := readDirs(filepath.Join(dataDir, db))
+	err := layout.Walk(layout.OSFS{}, dataDir, func(p layout.Partition) error {
+		files, err := parquetFiles(p.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("list database: %w", err)
+			return err
 		}
-		for _, t := range tables {
-			if storage.CheckName("table", t) != nil {
-				continue
-			}
-			dates, err := readDirs(filepath.Join(dataDir, db, t))
-			if err != nil {
-				return nil, fmt.Errorf("list table: %w", err)
-			}
-			for _, d := range dates {
-				hours, err := readDirs(filepath.Join(dataDir, db, t, d))
-				if err != nil {
-					return nil, fmt.Errorf("list date: %w", err)
-				}
-				for _, h := range hours {
-					rel := path.Join(db, t, d, h)
-					end, err := storage.ParsePartition(rel)
-					if err != nil {
-						continue
-					}
-					files, err := parquetFiles(filepath.Join(dataDir, filepath.FromSlash(rel)))
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, &localPartition{rel: rel, end: end, files: files})
-				}
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *localPartition) int { return a.end.Compare(b.end) })
-	return out, nil
-}
-
-// readDirs lists the subdirectories of dir; a dir that is gone has none.
-func readDirs(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+		out = append(out, &localPartition{rel: p.Rel, end: p.End, files: files})
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
+	slices.SortStableFunc(out, func(a, b *localPartition) int { return a.end.Compare(b.end) })
 	return out, nil
 }
 
