@@ -70,8 +70,9 @@ type CompactStats struct {
 // reads the whole tree. Flushes wait while a partition is swapped, not
 // while it is merged.
 func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats, error) {
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
+	maint := guard{s}.Maint()
+	maint.Lock()
+	defer maint.Unlock()
 	start := time.Now()
 	st := CompactStats{Cutoff: start.Add(-minAge)}
 	parts, err := s.partitions()
@@ -483,9 +484,10 @@ func compactedName() string {
 // file to the partition meanwhile, it stages the partition's new contents
 // and exchanges the staging folder with the partition folder.
 func (s *Store) swap(dir string, merged map[string]bool, outputs []mergedFile) error {
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	if err := s.flusher.unfinished(); err != nil {
+	g := guard{s}
+	g.Tree().Lock()
+	defer g.Tree().Unlock()
+	if err := g.Unfinished(); err != nil {
 		return err
 	}
 	names, err := layout.ParquetFiles(s.fs, dir)

@@ -72,11 +72,12 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 	if err := checkDropToken(token); err != nil {
 		return false, err
 	}
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	if err := s.flusher.unfinished(); err != nil {
+	g := guard{s}
+	g.Maint().Lock()
+	defer g.Maint().Unlock()
+	g.Tree().Lock()
+	defer g.Tree().Unlock()
+	if err := g.Unfinished(); err != nil {
 		return false, err
 	}
 	dir := filepath.Join(s.dir, rel)

@@ -64,11 +64,12 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 	if len(r) == 0 {
 		return 0, nil
 	}
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	if err := s.flusher.unfinished(); err != nil {
+	g := guard{s}
+	g.Maint().Lock()
+	defer g.Maint().Unlock()
+	g.Tree().Lock()
+	defer g.Tree().Unlock()
+	if err := g.Unfinished(); err != nil {
 		return 0, err
 	}
 	trash := filepath.Join(s.sysDir, trashDirName)
