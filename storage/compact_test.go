@@ -19,6 +19,8 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/compact"
+	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
@@ -90,17 +92,38 @@ var errCrash = errors.New("crash")
 
 // setCompactHook makes compaction call hook after each step (merged,
 // staged, intent, exchanged, removed); an error stops it there.
-func setCompactHook(s *Store, hook func(step string) error) { s.compactHook = hook }
+func setCompactHook(s *Store, hook func(step string) error) {
+	cfg := compactConfig(s)
+	cfg.Hook = hook
+	s.compactor = compact.New(cfg)
+}
 
 // setMergeLimits sizes the merges of the store's compactions.
-func setMergeLimits(s *Store, l mergeLimits) { s.mergeLimits = l }
+func setMergeLimits(s *Store, l mergeLimits) {
+	cfg := compactConfig(s)
+	cfg.Limits = l
+	s.compactor = compact.New(cfg)
+}
+
+type mergeLimits = compact.MergeLimits
+
+// Compaction's names and readers, for the tests' checks.
+const (
+	compactDirName    = layout.CompactDirName
+	compactIntentName = compact.IntentName
+)
+
+var (
+	readSchema  = compact.ReadSchema
+	readBatches = compact.ReadBatches
+)
 
 // minDictSampleRows is the sample compaction chooses dictionaries by.
 const minDictSampleRows = tableschema.MinDictSampleRows
 
 // compactKnownFiles is how many files compaction has read the footer of
 // and left alone.
-func compactKnownFiles(s *Store) int { return len(s.current) }
+func compactKnownFiles(s *Store) int { return s.compactor.Known() }
 
 // TestCompactCrashAtEveryStep crashes a compaction after each of its steps
 // and checks what a restart leaves: the old files or the new one, never

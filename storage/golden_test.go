@@ -242,7 +242,11 @@ func TestGoldenFixtureIsACrash(t *testing.T) {
 	}
 	assert.Equal(t, []int{1, 1}, []int{published, pending}, "one step published, one not")
 
-	var ci compactIntent
+	var ci struct {
+		Partition string   `json:"partition"`
+		Staging   string   `json:"staging"`
+		Outputs   []string `json:"outputs"`
+	}
 	data, err = os.ReadFile(filepath.Join(sys, compactIntentName))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &ci))

@@ -27,7 +27,7 @@ import (
 // batches of a few rows and merges at most three at a time, so that a
 // test of a few hundred rows goes through every path of the merge: spills,
 // merge passes into longer runs, chunks that span several batches.
-var tinyMerge = mergeLimits{runBytes: 1, spillBatchRows: 7, mergeChunkRows: 50, maxFanIn: 3}
+var tinyMerge = mergeLimits{RunBytes: 1, SpillBatchRows: 7, MergeChunkRows: 50, MaxFanIn: 3}
 
 // sensorBatch is a measurement batch of n rows at random times in t0's
 // hour, with nulls in every nullable column type.

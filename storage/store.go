@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/storage/compact"
+	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
@@ -134,14 +136,9 @@ type Store struct {
 	flushMu sync.Mutex
 	flusher *flusher
 
-	compactMu   sync.Mutex
-	compactHook func(step string) error // tests crash compactions here
-	// current are the files compaction found in the contract's time unit
-	// (not an earlier build's nanoseconds) and left alone, by path; under
-	// compactMu. Files never change, so each footer is read once.
-	current     map[string]bool
-	mergeLimits mergeLimits // tests make runs tiny
-	lock        *os.File
+	compactMu sync.Mutex // guard's Maint
+	compactor *compact.Compactor
+	lock      *os.File
 
 	sinks      *sinkSet
 	trimMu     sync.Mutex
@@ -177,17 +174,17 @@ func Open(opts Options) (*Store, error) {
 		return nil, errors.New("no storage: Parquet is off and no sink is configured")
 	}
 	s := &Store{
-		opts:        opts,
-		fs:          opts.FS,
-		log:         opts.Logger,
-		mem:         opts.Allocator,
-		mergeLimits: defaultMergeLimits,
-		dir:         opts.DataDir,
-		sysDir:      filepath.Join(opts.DataDir, systemDirName),
-		quit:        make(chan struct{}),
-		dedup:       newDedup(opts.DedupWindow, opts.Clock),
+		opts:   opts,
+		fs:     opts.FS,
+		log:    opts.Logger,
+		mem:    opts.Allocator,
+		dir:    opts.DataDir,
+		sysDir: filepath.Join(opts.DataDir, systemDirName),
+		quit:   make(chan struct{}),
+		dedup:  newDedup(opts.DedupWindow, opts.Clock),
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
+	s.compactor = compact.New(compactConfig(s))
 	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName)}
 	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
 	s.commit = newCommitter(opts, s.wal, s.dedup, s.sinks, s.quit)
@@ -300,7 +297,11 @@ func (s *Store) recover() error {
 	if err := s.flusher.recover(); err != nil {
 		return err
 	}
-	if err := s.recoverCompaction(); err != nil {
+	if err := s.compactor.Recover(); err != nil {
+		return err
+	}
+	// Retention's trash is the other maintenance leftover a crash leaves.
+	if err := layout.EmptyTrash(s.fs, filepath.Join(s.sysDir, trashDirName)); err != nil {
 		return err
 	}
 	if err := s.flusher.clearTmp(); err != nil {

@@ -36,6 +36,18 @@ type FS interface {
 	RenameNoReplace(oldpath, newpath string) error
 }
 
+// DirReader is the part of FS that lists folders.
+type DirReader interface {
+	ReadDir(name string) ([]os.DirEntry, error)
+}
+
+// FileWriter is the part of FS that WriteFileAtomic takes.
+type FileWriter interface {
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	Rename(oldpath, newpath string) error
+	SyncDir(name string) error
+}
+
 // OSFS is the real file system.
 type OSFS struct{}
 
@@ -80,7 +92,7 @@ func (OSFS) SyncDir(name string) error {
 // WriteFileAtomic writes data to path so that a crash leaves either the old
 // content or the new, never a mix: temp file, fsync, rename, fsync the
 // directory.
-func WriteFileAtomic(fsys FS, path string, data []byte) error {
+func WriteFileAtomic(fsys FileWriter, path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -62,7 +62,7 @@ type PartitionDir struct {
 }
 
 // TablePartitions lists date=YYYY-MM-DD/hour=H folders of a table.
-func TablePartitions(fsys FS, table string) ([]PartitionDir, error) {
+func TablePartitions(fsys DirReader, table string) ([]PartitionDir, error) {
 	var out []PartitionDir
 	dates, err := fsys.ReadDir(table)
 	if err != nil {
@@ -94,7 +94,7 @@ func TablePartitions(fsys FS, table string) ([]PartitionDir, error) {
 }
 
 // ParquetFiles lists the Parquet files of a folder, by name.
-func ParquetFiles(fsys FS, dir string) ([]string, error) {
+func ParquetFiles(fsys DirReader, dir string) ([]string, error) {
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list partition: %w", err)

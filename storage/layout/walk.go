@@ -22,7 +22,7 @@ type Partition struct {
 // change it, so a folder that vanishes while it lists (retention, a drop)
 // has no partitions, and what is not the sidecar's (files, folders of
 // other names) is skipped.
-func Walk(fsys FS, dataDir string, fn func(Partition) error) error {
+func Walk(fsys DirReader, dataDir string, fn func(Partition) error) error {
 	dbs, err := Subdirs(fsys, dataDir)
 	if err != nil {
 		return fmt.Errorf("list data dir: %w", err)
@@ -66,7 +66,7 @@ func Walk(fsys FS, dataDir string, fn func(Partition) error) error {
 }
 
 // Subdirs lists the folders in dir; a dir that is gone has none.
-func Subdirs(fsys FS, dir string) ([]string, error) {
+func Subdirs(fsys DirReader, dir string) ([]string, error) {
 	entries, err := fsys.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

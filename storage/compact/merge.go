@@ -1,4 +1,4 @@
-package storage
+package compact
 
 import (
 	"cmp"
@@ -36,20 +36,20 @@ import (
 // SortingWriter) took 2.5x and 1.1 GiB; the file came out 12.7 % smaller
 // (logs: 10.7 %; docs/PERFORMANCE.md).
 
-// mergeLimits size the merge. Memory is about 2 x runBytes while a run
-// is sorted, and maxFanIn x spillBatchRows rows plus mergeChunkRows while
+// MergeLimits size the merge. Memory is about 2 x RunBytes while a run
+// is sorted, and MaxFanIn x SpillBatchRows rows plus MergeChunkRows while
 // runs merge.
-type mergeLimits struct {
-	runBytes       int64
-	spillBatchRows int64
-	mergeChunkRows int
-	maxFanIn       int
+type MergeLimits struct {
+	RunBytes       int64
+	SpillBatchRows int64
+	MergeChunkRows int
+	MaxFanIn       int
 }
 
-// defaultMergeLimits: runs of 32 MiB (about 180 K rows of Arc-protocol
+// DefaultMergeLimits: runs of 32 MiB (about 180 K rows of Arc-protocol
 // spans) kept compaction of an hour of 7.4 M spans near 330 MiB of RSS;
 // runs of 16 MiB bought no less.
-var defaultMergeLimits = mergeLimits{runBytes: 32 << 20, spillBatchRows: 1024, mergeChunkRows: 64 * 1024, maxFanIn: 128}
+var DefaultMergeLimits = MergeLimits{RunBytes: 32 << 20, SpillBatchRows: 1024, MergeChunkRows: 64 * 1024, MaxFanIn: 128}
 
 // readBatchRows is how many rows pqarrow decodes at a time.
 const readBatchRows = 16 * 1024
@@ -60,8 +60,8 @@ const spillPattern = "merge-*.arrows"
 
 // merger writes the rows of one schema group, sorted, into a Parquet writer.
 type merger struct {
-	s      *Store
-	limits mergeLimits
+	c      *Compactor
+	limits MergeLimits
 	mem    memory.Allocator
 	schema *arrow.Schema
 	keys   []string // sort columns present in schema; none: file order
@@ -71,7 +71,7 @@ type merger struct {
 
 func (m *merger) close() {
 	for _, p := range m.spills {
-		_ = m.s.fs.Remove(p)
+		_ = m.c.cfg.FS.Remove(p)
 	}
 }
 
@@ -88,14 +88,14 @@ func (m *merger) mergeFiles(paths []string) (int64, error) {
 	defer release()
 	var rows int64
 	for _, p := range paths {
-		err := readBatches(p, m.mem, func(rec arrow.RecordBatch) error {
+		err := ReadBatches(p, m.mem, func(rec arrow.RecordBatch) error {
 			rows += rec.NumRows()
 			if len(m.keys) == 0 {
 				return m.out.Write(rec, nil)
 			}
 			rec.Retain()
 			run = append(run, rec)
-			if runSize += recordBytes(rec); runSize < m.limits.runBytes {
+			if runSize += recordBytes(rec); runSize < m.limits.RunBytes {
 				return nil
 			}
 			err := m.spill(run)
@@ -125,10 +125,10 @@ func (m *merger) mergeFiles(paths []string) (int64, error) {
 	return rows, m.mergeSpills()
 }
 
-// readBatches calls fn with each record batch of a Parquet file, its
+// ReadBatches calls fn with each record batch of a Parquet file, its
 // timestamps in the contract's unit (an earlier build's nanoseconds are
 // converted); fn retains what it keeps.
-func readBatches(path string, mem memory.Allocator, fn func(arrow.RecordBatch) error) error {
+func ReadBatches(path string, mem memory.Allocator, fn func(arrow.RecordBatch) error) error {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
@@ -285,7 +285,7 @@ func (m *merger) take(recs []arrow.RecordBatch, idx []int64) (arrow.Table, error
 
 // writeTable hands a table's rows to the output writer.
 func (m *merger) writeTable(tbl arrow.Table) error {
-	tr := array.NewTableReader(tbl, int64(m.limits.mergeChunkRows))
+	tr := array.NewTableReader(tbl, int64(m.limits.MergeChunkRows))
 	defer tr.Release()
 	for tr.Next() {
 		if err := m.out.Write(tr.RecordBatch(), nil); err != nil {
@@ -303,12 +303,12 @@ func (m *merger) spill(run []arrow.RecordBatch) error {
 		return err
 	}
 	defer sorted.Release()
-	f, err := os.CreateTemp(m.s.tmpDir, spillPattern)
+	f, err := os.CreateTemp(m.c.tmpDir, spillPattern)
 	if err != nil {
 		return fmt.Errorf("create sorted run: %w", err)
 	}
 	m.spills = append(m.spills, f.Name())
-	err = writeIPC(f, sorted, m.limits.spillBatchRows)
+	err = writeIPC(f, sorted, m.limits.SpillBatchRows)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -339,14 +339,14 @@ func writeIPC(w io.Writer, tbl arrow.Table, batchRows int64) error {
 // mergeSpills merges the sorted runs, first maxFanIn at a time into longer
 // runs while there are more than maxFanIn, then into the output.
 func (m *merger) mergeSpills() error {
-	for len(m.spills) > m.limits.maxFanIn {
-		f, err := os.CreateTemp(m.s.tmpDir, spillPattern)
+	for len(m.spills) > m.limits.MaxFanIn {
+		f, err := os.CreateTemp(m.c.tmpDir, spillPattern)
 		if err != nil {
 			return fmt.Errorf("create sorted run: %w", err)
 		}
 		iw, err := ipc.NewFileWriter(f, ipc.WithSchema(m.schema), ipc.WithLZ4())
 		if err == nil {
-			err = m.mergeRuns(m.spills[:m.limits.maxFanIn], func(rec arrow.RecordBatch) error { return iw.Write(rec) })
+			err = m.mergeRuns(m.spills[:m.limits.MaxFanIn], func(rec arrow.RecordBatch) error { return iw.Write(rec) })
 		}
 		if err == nil {
 			err = iw.Close()
@@ -354,11 +354,11 @@ func (m *merger) mergeSpills() error {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		for _, p := range m.spills[:m.limits.maxFanIn] {
-			_ = m.s.fs.Remove(p)
+		for _, p := range m.spills[:m.limits.MaxFanIn] {
+			_ = m.c.cfg.FS.Remove(p)
 		}
 		// First, where its runs were: rows with equal times keep file order.
-		m.spills = append([]string{f.Name()}, m.spills[m.limits.maxFanIn:]...)
+		m.spills = append([]string{f.Name()}, m.spills[m.limits.MaxFanIn:]...)
 		if err != nil {
 			return fmt.Errorf("merge sorted runs: %w", err)
 		}
@@ -399,7 +399,7 @@ func (m *merger) mergeRuns(paths []string, emit func(arrow.RecordBatch) error) e
 		} else {
 			heap.Fix(&h, 0)
 		}
-		if len(ch.rows) == m.limits.mergeChunkRows {
+		if len(ch.rows) == m.limits.MergeChunkRows {
 			if err := m.emitChunk(&ch, h.all, emit); err != nil {
 				return err
 			}
@@ -437,7 +437,7 @@ func (m *merger) emitChunk(ch *mergeChunk, cursors []*cursor, emit func(arrow.Re
 		return err
 	}
 	defer taken.Release()
-	tr := array.NewTableReader(taken, int64(m.limits.mergeChunkRows))
+	tr := array.NewTableReader(taken, int64(m.limits.MergeChunkRows))
 	defer tr.Release()
 	for tr.Next() {
 		if err := emit(tr.RecordBatch()); err != nil {

@@ -1,4 +1,4 @@
-package storage
+package compact
 
 import (
 	"bufio"
@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,21 +29,92 @@ import (
 	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
-// Compaction merges the small files that flushes leave in a partition into
-// one file per schema. Readers glob the partition folder, and POSIX has no
-// way to replace several files at once, so the compactor replaces the
-// folder instead: it builds the new contents in a staging folder (the
-// merged file plus hard links to every file it did not merge) and swaps
-// the two folders with one renameat2(RENAME_EXCHANGE). At every instant
-// the partition path holds either the old files or the new ones, never
-// both and never neither; a recorded intent tells recovery which side of
-// the swap a crash fell on.
-
 // Layout of compaction state under the system folder.
 const (
-	compactDirName    = layout.CompactDirName
-	compactIntentName = "compact-intent.json"
+	compactDirName = layout.CompactDirName
+	// IntentName is the compaction's intent, in the system folder.
+	IntentName        = "compact-intent.json"
+	compactIntentName = IntentName
 )
+
+// FS is the file system calls compaction makes.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (layout.File, error)
+	Rename(oldpath, newpath string) error
+	Remove(name string) error
+	MkdirAll(path string, perm os.FileMode) error
+	ReadDir(name string) ([]os.DirEntry, error)
+	ReadFile(name string) ([]byte, error)
+	SyncDir(name string) error
+	Link(oldname, newname string) error
+	RemoveAll(path string) error
+	// Exchange swaps two paths atomically (renameat2 RENAME_EXCHANGE).
+	Exchange(a, b string) error
+}
+
+// Guard is what compaction shares with the rooms that change the
+// partition tree. Lock order is Maint, then Tree.
+type Guard interface {
+	// Maint is held for a whole run: no retention or drop meanwhile.
+	Maint() sync.Locker
+	// Tree is held only while a partition folder is swapped: flushes
+	// wait for the swap, never for a merge.
+	Tree() sync.Locker
+	// Unfinished is an error while a flush has not finished publishing
+	// (Tree held): its files must stay where it put them.
+	Unfinished() error
+}
+
+// Config is what a Compactor works with.
+type Config struct {
+	FS      FS
+	DataDir string
+	Logger  *slog.Logger
+	Mem     memory.Allocator
+	// Compression and RowGroupRows of the merged files (the flush's).
+	Compression  string
+	RowGroupRows int64
+	// Sort orders a merged OTLP file's rows by the table's sort columns.
+	Sort  bool
+	Guard Guard
+	// Report gets each run's Stats on the goroutine that ran it.
+	Report func(Stats)
+	// Hook is called after each step of a swap (merged, staged, intent,
+	// exchanged, removed); an error stops it there. Tests crash
+	// compactions with it.
+	Hook func(step string) error
+	// Limits size the merge; zero is DefaultMergeLimits.
+	Limits MergeLimits
+}
+
+// Compactor merges the files of closed partitions. It owns its intent
+// (compact-intent.json), the staging folders under compact/ and the temp
+// files and spills it makes in tmp/.
+type Compactor struct {
+	cfg            Config
+	sysDir, tmpDir string
+	// current are the files compaction found in the contract's time unit
+	// (not an earlier build's nanoseconds) and left alone, by path; under
+	// Maint. Files never change, so each footer is read once.
+	current map[string]bool
+}
+
+// New returns a compactor of cfg's directory. It touches nothing on disk:
+// Recover settles what a crash left.
+func New(cfg Config) *Compactor {
+	if cfg.Limits == (MergeLimits{}) {
+		cfg.Limits = DefaultMergeLimits
+	}
+	if cfg.Report == nil {
+		cfg.Report = func(Stats) {}
+	}
+	sys := filepath.Join(cfg.DataDir, layout.SystemDirName)
+	return &Compactor{cfg: cfg, sysDir: sys, tmpDir: filepath.Join(sys, layout.TmpDirName)}
+}
+
+// Known is how many files compaction has read the footer of and left
+// alone.
+func (c *Compactor) Known() int { return len(c.current) }
 
 // compactIntent is written before the swap.
 type compactIntent struct {
@@ -49,8 +123,8 @@ type compactIntent struct {
 	Outputs   []string `json:"outputs"`
 }
 
-// CompactStats says what a compaction did.
-type CompactStats struct {
+// Stats says what a compaction did.
+type Stats struct {
 	Partitions int
 	FilesIn    int
 	FilesOut   int
@@ -64,18 +138,18 @@ type CompactStats struct {
 	Err    error
 }
 
-// Compact merges the files of every partition whose hour ended at least
+// Run merges the files of every partition whose hour ended at least
 // minAge ago, and rewrites the files of earlier builds (nanosecond
 // timestamps, schema.StoredParquet) in any partition, so that every engine
 // reads the whole tree. Flushes wait while a partition is swapped, not
 // while it is merged.
-func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats, error) {
-	maint := guard{s}.Maint()
+func (c *Compactor) Run(ctx context.Context, minAge time.Duration) (Stats, error) {
+	maint := c.cfg.Guard.Maint()
 	maint.Lock()
 	defer maint.Unlock()
 	start := time.Now()
-	st := CompactStats{Cutoff: start.Add(-minAge)}
-	parts, err := s.partitions()
+	st := Stats{Cutoff: start.Add(-minAge)}
+	parts, err := c.partitions()
 	current := map[string]bool{}
 	for _, p := range parts {
 		if err != nil {
@@ -85,35 +159,35 @@ func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats
 			break
 		}
 		closed := !p.End.After(st.Cutoff)
-		err = s.compactPartition(p.Dir, closed, current, &st)
+		err = c.compactPartition(p.Dir, closed, current, &st)
 	}
-	s.current = current
+	c.current = current
 	st.Duration, st.Err = time.Since(start), err
-	s.opts.Observer.Compacted(st)
+	c.cfg.Report(st)
 	if st.Partitions > 0 || err != nil {
-		s.log.Info("compacted", "partitions", st.Partitions, "files_in", st.FilesIn, "files_out", st.FilesOut,
+		c.cfg.Logger.Info("compacted", "partitions", st.Partitions, "files_in", st.FilesIn, "files_out", st.FilesOut,
 			"rows", st.Rows, "bytes_in", st.BytesIn, "bytes_out", st.BytesOut, "duration", st.Duration, "error", err)
 	}
 	return st, err
 }
 
 // partitions lists every partition folder of every table.
-func (s *Store) partitions() ([]layout.PartitionDir, error) {
+func (c *Compactor) partitions() ([]layout.PartitionDir, error) {
 	var out []layout.PartitionDir
-	dbs, err := s.fs.ReadDir(s.dir)
+	dbs, err := c.cfg.FS.ReadDir(c.cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("list data dir: %w", err)
 	}
 	for _, db := range dbs {
-		if !db.IsDir() || CheckName("database", db.Name()) != nil {
+		if !db.IsDir() || layout.CheckName("database", db.Name()) != nil {
 			continue
 		}
-		tables, err := s.fs.ReadDir(filepath.Join(s.dir, db.Name()))
+		tables, err := c.cfg.FS.ReadDir(filepath.Join(c.cfg.DataDir, db.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("list database: %w", err)
 		}
 		for _, t := range tables {
-			parts, err := layout.TablePartitions(s.fs, filepath.Join(s.dir, db.Name(), t.Name()))
+			parts, err := layout.TablePartitions(c.cfg.FS, filepath.Join(c.cfg.DataDir, db.Name(), t.Name()))
 			if err != nil {
 				return nil, err
 			}
@@ -127,8 +201,8 @@ func (s *Store) partitions() ([]layout.PartitionDir, error) {
 // and in any partition the files of earlier builds, whose timestamps are
 // not in the contract's unit, with the files of their shape. current
 // collects the files left alone that are in the unit.
-func (s *Store) compactPartition(dir string, closed bool, current map[string]bool, st *CompactStats) error {
-	names, err := layout.ParquetFiles(s.fs, dir)
+func (c *Compactor) compactPartition(dir string, closed bool, current map[string]bool, st *Stats) error {
+	names, err := layout.ParquetFiles(c.cfg.FS, dir)
 	if err != nil || len(names) == 0 {
 		return err
 	}
@@ -137,7 +211,7 @@ func (s *Store) compactPartition(dir string, closed bool, current map[string]boo
 		// files not seen before need their footer read.
 		known := true
 		for _, n := range names {
-			if p := filepath.Join(dir, n); s.current[p] {
+			if p := filepath.Join(dir, n); c.current[p] {
 				current[p] = true
 			} else {
 				known = false
@@ -155,7 +229,7 @@ func (s *Store) compactPartition(dir string, closed bool, current map[string]boo
 	var outputs []mergedFile
 	defer func() {
 		for _, o := range outputs {
-			_ = s.fs.Remove(o.temp)
+			_ = c.cfg.FS.Remove(o.temp)
 		}
 	}()
 	for _, g := range groups {
@@ -165,7 +239,7 @@ func (s *Store) compactPartition(dir string, closed bool, current map[string]boo
 			}
 			continue
 		}
-		out, err := s.merge(dir, g)
+		out, err := c.merge(dir, g)
 		if err != nil {
 			return fmt.Errorf("compact %s: %w", dir, err)
 		}
@@ -181,10 +255,10 @@ func (s *Store) compactPartition(dir string, closed bool, current map[string]boo
 	if len(outputs) == 0 {
 		return nil
 	}
-	if err := s.hook("merged"); err != nil {
+	if err := c.hook("merged"); err != nil {
 		return err
 	}
-	if err := s.swap(dir, merged, outputs); err != nil {
+	if err := c.swap(dir, merged, outputs); err != nil {
 		return fmt.Errorf("compact %s: %w", dir, err)
 	}
 	st.Partitions++
@@ -212,7 +286,7 @@ func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
 	bySchema := map[string]*schemaGroup{}
 	var order []string
 	for _, n := range names {
-		fileSchema, size, rows, err := readSchema(filepath.Join(dir, n))
+		fileSchema, size, rows, err := ReadSchema(filepath.Join(dir, n))
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +312,7 @@ func groupBySchema(dir string, names []string) ([]*schemaGroup, error) {
 	return out, nil
 }
 
-func readSchema(path string) (schema *parquet.Schema, size, rows int64, err error) {
+func ReadSchema(path string) (schema *parquet.Schema, size, rows int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, 0, err
@@ -262,15 +336,15 @@ type mergedFile struct {
 
 // merge streams the rows of a group's files, row group by row group, into
 // one durable temp file.
-func (s *Store) merge(dir string, g *schemaGroup) (mergedFile, error) {
+func (c *Compactor) merge(dir string, g *schemaGroup) (mergedFile, error) {
 	out := mergedFile{name: compactedName()}
-	out.temp = filepath.Join(s.tmpDir, out.name+".tmp")
-	f, err := s.fs.OpenFile(out.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out.temp = filepath.Join(c.tmpDir, out.name+".tmp")
+	f, err := c.cfg.FS.OpenFile(out.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return out, fmt.Errorf("create temp file: %w", err)
 	}
 	cw := &countingWriter{w: f}
-	err = s.copyRows(bufio.NewWriterSize(cw, 1<<20), dir, g, &out)
+	err = c.copyRows(bufio.NewWriterSize(cw, 1<<20), dir, g, &out)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -281,28 +355,28 @@ func (s *Store) merge(dir string, g *schemaGroup) (mergedFile, error) {
 	if err != nil {
 		// Now, not at the next start: at ENOSPC each failed merge would
 		// keep its space until then.
-		_ = s.fs.Remove(out.temp)
+		_ = c.cfg.FS.Remove(out.temp)
 	}
 	return out, err
 }
 
-func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *mergedFile) error {
+func (c *Compactor) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *mergedFile) error {
 	table := filepath.Base(filepath.Dir(filepath.Dir(dir)))
 	paths := make([]string, len(g.names))
 	for i, n := range g.names {
 		paths[i] = filepath.Join(dir, n)
 	}
-	if IsOTLPTable(table) {
-		return s.copyRowByRow(bw, table, g, paths, out)
+	if tableschema.IsOTLPTable(table) {
+		return c.copyRowByRow(bw, table, g, paths, out)
 	}
 	arrowSchema, parquetSchema, err := compactSchemas(table, paths[0])
 	if err != nil {
-		s.log.Warn("compacting row by row", "partition", dir, "reason", err)
-		return s.copyRowByRow(bw, table, g, paths, out)
+		c.cfg.Logger.Warn("compacting row by row", "partition", dir, "reason", err)
+		return c.copyRowByRow(bw, table, g, paths, out)
 	}
 	w, err := parquetfile.NewWriter(bw, parquetSchema, arrowSchema, parquetfile.Options{
-		Compression:   s.opts.Compression,
-		RowGroupRows:  s.opts.RowGroupRows,
+		Compression:   c.cfg.Compression,
+		RowGroupRows:  c.cfg.RowGroupRows,
 		BloomColumns:  tableschema.BloomColumns(table),
 		ExpectedRows:  g.rows,
 		AllStatistics: true,
@@ -310,7 +384,7 @@ func (s *Store) copyRows(bw *bufio.Writer, dir string, g *schemaGroup, out *merg
 	if err != nil {
 		return err
 	}
-	m := &merger{s: s, limits: s.mergeLimits, mem: s.mem, schema: arrowSchema, out: w, keys: sortKeys(table, arrowSchema)}
+	m := &merger{c: c, limits: c.cfg.Limits, mem: c.cfg.Mem, schema: arrowSchema, out: w, keys: sortKeys(table, arrowSchema)}
 	defer m.close()
 	if out.rows, err = m.mergeFiles(paths); err != nil {
 		return err
@@ -357,7 +431,7 @@ func compactSchemas(table, path string) (*arrow.Schema, *parquet.Schema, error) 
 // timeFirst orders a measurement's fields as the write API does, time
 // first; a Parquet file holds them by name.
 func timeFirst(s *arrow.Schema) *arrow.Schema {
-	idx := s.FieldIndices(measurementTimeCol)
+	idx := s.FieldIndices(tableschema.TimeColumn)
 	if len(idx) != 1 || idx[0] == 0 {
 		return s
 	}
@@ -373,12 +447,12 @@ func timeFirst(s *arrow.Schema) *arrow.Schema {
 // maps, events, links) held 420-570 MiB while a row group filled, against
 // 250-320 MiB here, and the harness's files came out 38-40 % larger
 // (docs/PERFORMANCE.md).
-func (s *Store) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup, paths []string, out *mergedFile) error {
-	codec, err := parquetfile.Codec(s.opts.Compression)
+func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup, paths []string, out *mergedFile) error {
+	codec, err := parquetfile.Codec(c.cfg.Compression)
 	if err != nil {
 		return err
 	}
-	rowGroup := s.opts.RowGroupRows
+	rowGroup := c.cfg.RowGroupRows
 	if rowGroup <= 0 {
 		rowGroup = parquetfile.DefaultRowGroupRows
 	}
@@ -397,12 +471,12 @@ func (s *Store) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup, pat
 		parquet.RowWriter
 		Close() error
 	}
-	if sortBy := sortColumns(table, g.schema); len(sortBy) > 0 && s.opts.CompactSort {
+	if sortBy := sortColumns(table, g.schema); len(sortBy) > 0 && c.cfg.Sort {
 		// An external merge sort: runs of sortRunRows rows are sorted in
 		// memory and spilled to temp files, then merged into the output.
 		opts = append(opts, parquet.SortingWriterConfig(
 			parquet.SortingColumns(sortBy...),
-			parquet.SortingBuffers(parquet.NewFileBufferPool(s.tmpDir, "sort-*.tmp"))))
+			parquet.SortingBuffers(parquet.NewFileBufferPool(c.tmpDir, "sort-*.tmp"))))
 		w = parquet.NewSortingWriter[any](bw, sortRunRows, opts...)
 	} else {
 		w = parquet.NewWriter(bw, opts...)
@@ -477,101 +551,101 @@ func copyFile(w parquet.RowWriter, path string) (int64, error) {
 func compactedName() string {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
-	return fmt.Sprintf("%s-compacted-%s%s", time.Now().UTC().Format("20060102T150405Z"), hex.EncodeToString(r[:]), parquetExt)
+	return fmt.Sprintf("%s-compacted-%s%s", time.Now().UTC().Format("20060102T150405Z"), hex.EncodeToString(r[:]), layout.ParquetExt)
 }
 
 // swap publishes the merged files: under the flush lock, so no flush adds a
 // file to the partition meanwhile, it stages the partition's new contents
 // and exchanges the staging folder with the partition folder.
-func (s *Store) swap(dir string, merged map[string]bool, outputs []mergedFile) error {
-	g := guard{s}
+func (c *Compactor) swap(dir string, merged map[string]bool, outputs []mergedFile) error {
+	g := c.cfg.Guard
 	g.Tree().Lock()
 	defer g.Tree().Unlock()
 	if err := g.Unfinished(); err != nil {
 		return err
 	}
-	names, err := layout.ParquetFiles(s.fs, dir)
+	names, err := layout.ParquetFiles(c.cfg.FS, dir)
 	if err != nil {
 		return err
 	}
 	var r [6]byte
 	_, _ = rand.Read(r[:])
-	staging := filepath.Join(s.sysDir, compactDirName, hex.EncodeToString(r[:]))
-	if err := s.fs.MkdirAll(staging, 0o755); err != nil {
+	staging := filepath.Join(c.sysDir, compactDirName, hex.EncodeToString(r[:]))
+	if err := c.cfg.FS.MkdirAll(staging, 0o755); err != nil {
 		return fmt.Errorf("create staging dir: %w", err)
 	}
 	// Files the merge did not take (one of a schema, or flushed since)
 	// stay, as hard links: the exchange must not hide them.
 	for _, n := range names {
 		if !merged[n] {
-			if err := s.fs.Link(filepath.Join(dir, n), filepath.Join(staging, n)); err != nil {
+			if err := c.cfg.FS.Link(filepath.Join(dir, n), filepath.Join(staging, n)); err != nil {
 				return fmt.Errorf("link %s into staging: %w", n, err)
 			}
 		}
 	}
 	in := compactIntent{Partition: dir, Staging: staging}
 	for _, o := range outputs {
-		if err := s.fs.Rename(o.temp, filepath.Join(staging, o.name)); err != nil {
+		if err := c.cfg.FS.Rename(o.temp, filepath.Join(staging, o.name)); err != nil {
 			return fmt.Errorf("stage merged file: %w", err)
 		}
 		in.Outputs = append(in.Outputs, o.name)
 	}
-	if err := s.fs.SyncDir(staging); err != nil {
+	if err := c.cfg.FS.SyncDir(staging); err != nil {
 		return fmt.Errorf("sync staging dir: %w", err)
 	}
-	if err := s.hook("staged"); err != nil {
+	if err := c.hook("staged"); err != nil {
 		return err
 	}
 	data, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.fs, filepath.Join(s.sysDir, compactIntentName), data); err != nil {
+	if err := layout.WriteFileAtomic(c.cfg.FS, filepath.Join(c.sysDir, compactIntentName), data); err != nil {
 		return fmt.Errorf("write compaction intent: %w", err)
 	}
-	if err := s.hook("intent"); err != nil {
+	if err := c.hook("intent"); err != nil {
 		return err
 	}
-	if err := s.fs.Exchange(staging, dir); err != nil {
+	if err := c.cfg.FS.Exchange(staging, dir); err != nil {
 		return fmt.Errorf("exchange partition with staging dir: %w", err)
 	}
 	for _, d := range []string{filepath.Dir(dir), filepath.Dir(staging)} {
-		if err := s.fs.SyncDir(d); err != nil {
+		if err := c.cfg.FS.SyncDir(d); err != nil {
 			return fmt.Errorf("sync after exchange: %w", err)
 		}
 	}
-	if err := s.hook("exchanged"); err != nil {
+	if err := c.hook("exchanged"); err != nil {
 		return err
 	}
-	return s.finishCompaction(&in)
+	return c.finishCompaction(&in)
 }
 
 // finishCompaction removes the staging folder (after the exchange: the old
 // files) and the intent.
-func (s *Store) finishCompaction(in *compactIntent) error {
-	if err := s.fs.RemoveAll(in.Staging); err != nil {
+func (c *Compactor) finishCompaction(in *compactIntent) error {
+	if err := c.cfg.FS.RemoveAll(in.Staging); err != nil {
 		return fmt.Errorf("remove replaced files: %w", err)
 	}
-	if err := s.fs.SyncDir(filepath.Dir(in.Staging)); err != nil {
+	if err := c.cfg.FS.SyncDir(filepath.Dir(in.Staging)); err != nil {
 		return fmt.Errorf("sync compact dir: %w", err)
 	}
-	if err := s.hook("removed"); err != nil {
+	if err := c.hook("removed"); err != nil {
 		return err
 	}
-	if err := s.fs.Remove(filepath.Join(s.sysDir, compactIntentName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := c.cfg.FS.Remove(filepath.Join(c.sysDir, compactIntentName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove compaction intent: %w", err)
 	}
-	return s.fs.SyncDir(s.sysDir)
+	return c.cfg.FS.SyncDir(c.sysDir)
 }
 
-// recoverCompaction settles a compaction a crash interrupted. If the
+// Recover settles a compaction a crash interrupted. If the
 // partition holds the merged files the exchange happened and the staging
 // folder holds the old files; if not, the staging folder holds links and
 // the unpublished merge. Either way the staging folder goes. Staging
 // folders without an intent never reached the exchange.
-func (s *Store) recoverCompaction() error {
-	path := filepath.Join(s.sysDir, compactIntentName)
-	data, err := s.fs.ReadFile(path)
+func (c *Compactor) Recover() error {
+	path := filepath.Join(c.sysDir, compactIntentName)
+	data, err := c.cfg.FS.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -581,22 +655,33 @@ func (s *Store) recoverCompaction() error {
 		if err := json.Unmarshal(data, &in); err != nil {
 			return fmt.Errorf("decode compaction intent: %w", err)
 		}
-		s.log.Info("settling an interrupted compaction", "partition", in.Partition)
-		if err := s.finishCompaction(&in); err != nil {
+		c.cfg.Logger.Info("settling an interrupted compaction", "partition", in.Partition)
+		if err := c.finishCompaction(&in); err != nil {
 			return err
 		}
 	}
-	dir := filepath.Join(s.sysDir, compactDirName)
-	if err := s.fs.RemoveAll(dir); err != nil {
+	dir := filepath.Join(c.sysDir, compactDirName)
+	if err := c.cfg.FS.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear staging dirs: %w", err)
 	}
-	// Retention's trash is the other maintenance leftover a crash leaves.
-	return layout.EmptyTrash(s.fs, filepath.Join(s.sysDir, trashDirName))
+	return nil
 }
 
-func (s *Store) hook(step string) error {
-	if s.compactHook == nil {
+func (c *Compactor) hook(step string) error {
+	if c.cfg.Hook == nil {
 		return nil
 	}
-	return s.compactHook(step)
+	return c.cfg.Hook(step)
+}
+
+// countingWriter counts what reaches a file.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
