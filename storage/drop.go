@@ -66,13 +66,17 @@ func checkDropToken(token string) error {
 // a partition that was dropped and got late rows, and one that was not
 // and was compacted, both lack the files the drop was asked for.
 func (s *Store) DropPartition(rel string, files []string, token string) (bool, error) {
+	return s.retention.drop(rel, files, token)
+}
+
+func (rt *retention) drop(rel string, files []string, token string) (bool, error) {
 	if _, err := ParsePartition(rel); err != nil {
 		return false, err
 	}
 	if err := checkDropToken(token); err != nil {
 		return false, err
 	}
-	g := guard{s}
+	g := rt.guard
 	g.Maint().Lock()
 	defer g.Maint().Unlock()
 	g.Tree().Lock()
@@ -80,8 +84,8 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 	if err := g.Unfinished(); err != nil {
 		return false, err
 	}
-	dir := filepath.Join(s.dir, rel)
-	have, err := layout.ParquetFiles(s.fs, dir)
+	dir := filepath.Join(rt.dir, rel)
+	have, err := layout.ParquetFiles(rt.fs, dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -93,27 +97,27 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 	if !slices.Equal(have, want) {
 		return false, nil
 	}
-	dropped := filepath.Join(s.sysDir, droppedDirName)
-	if err := s.fs.MkdirAll(dropped, 0o755); err != nil {
+	dropped := filepath.Join(rt.sysDir, droppedDirName)
+	if err := rt.fs.MkdirAll(dropped, 0o755); err != nil {
 		return false, fmt.Errorf("create dropped dir: %w", err)
 	}
 	tomb := filepath.Join(dropped, token)
-	if err := s.fs.RenameNoReplace(dir, tomb); err != nil {
+	if err := rt.fs.RenameNoReplace(dir, tomb); err != nil {
 		return false, fmt.Errorf("drop partition %s: %w", rel, err)
 	}
 	for _, d := range []string{filepath.Dir(dir), dropped} {
-		if err := s.fs.SyncDir(d); err != nil {
+		if err := rt.fs.SyncDir(d); err != nil {
 			return true, fmt.Errorf("sync after dropping a partition: %w", err)
 		}
 	}
-	s.flusher.forgetDir(dir)
+	rt.forget(dir)
 	// The tombstone is the folder itself: empty it, keep it.
-	entries, err := s.fs.ReadDir(tomb)
+	entries, err := rt.fs.ReadDir(tomb)
 	if err != nil {
 		return true, fmt.Errorf("list dropped partition: %w", err)
 	}
 	for _, e := range entries {
-		if err := s.fs.RemoveAll(filepath.Join(tomb, e.Name())); err != nil {
+		if err := rt.fs.RemoveAll(filepath.Join(tomb, e.Name())); err != nil {
 			return true, fmt.Errorf("delete dropped partition: %w", err)
 		}
 	}
@@ -122,8 +126,10 @@ func (s *Store) DropPartition(rel string, files []string, token string) (bool, e
 
 // Drops lists the tokens of the drops DropPartition did and ForgetDrop has
 // not yet forgotten.
-func (s *Store) Drops() ([]string, error) {
-	entries, err := s.fs.ReadDir(filepath.Join(s.sysDir, droppedDirName))
+func (s *Store) Drops() ([]string, error) { return s.retention.drops() }
+
+func (rt *retention) drops() ([]string, error) {
+	entries, err := rt.fs.ReadDir(filepath.Join(rt.sysDir, droppedDirName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -141,15 +147,17 @@ func (s *Store) Drops() ([]string, error) {
 
 // ForgetDrop removes a drop's tombstone (and whatever a crash left in it);
 // a token that is not there is not an error.
-func (s *Store) ForgetDrop(token string) error {
+func (s *Store) ForgetDrop(token string) error { return s.retention.forgetDrop(token) }
+
+func (rt *retention) forgetDrop(token string) error {
 	if err := checkDropToken(token); err != nil {
 		return err
 	}
-	dropped := filepath.Join(s.sysDir, droppedDirName)
-	if err := s.fs.RemoveAll(filepath.Join(dropped, token)); err != nil {
+	dropped := filepath.Join(rt.sysDir, droppedDirName)
+	if err := rt.fs.RemoveAll(filepath.Join(dropped, token)); err != nil {
 		return fmt.Errorf("forget dropped partition: %w", err)
 	}
-	if err := s.fs.SyncDir(dropped); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := rt.fs.SyncDir(dropped); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("sync dropped dir: %w", err)
 	}
 	return nil

@@ -3,8 +3,10 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/arc-otel/arc-otel/storage/layout"
@@ -56,15 +58,54 @@ func (r Retention) For(database, table string) (time.Duration, bool) {
 // trashDirName holds partitions on their way out (layout.TrashDirName).
 const trashDirName = layout.TrashDirName
 
+// treeGuard is the store's guard as retention sees it: Maint then Tree,
+// and no change while a flush is half published.
+type treeGuard interface {
+	Maint() sync.Locker
+	Tree() sync.Locker
+	Unfinished() error
+}
+
+// retention retires partitions: those past their table's retention
+// (apply) and those the uploader has verified in the bucket (drop). It
+// owns trash/ and dropped/ in the system folder. It deletes only by a
+// rename out of the readers' sight first (into the trash, or a drop's
+// tombstone), only with the guard's Maint then Tree held and no flush
+// half published, and it keeps no copy of the flusher's folders: it
+// tells the flusher (forget) which folder is gone.
+type retention struct {
+	fs          FS
+	dir, sysDir string
+	log         *slog.Logger
+	guard       treeGuard
+	forget      func(dir string) // the flusher forgets a folder it made
+	retired     func(n int)      // Observer.Retired
+}
+
+// newRetention is the retention of s's directory.
+func newRetention(s *Store) *retention {
+	return &retention{fs: s.fs, dir: s.dir, sysDir: s.sysDir, log: s.log, guard: guard{s},
+		forget: s.flusher.forgetDir, retired: s.opts.Observer.Retired}
+}
+
 // ApplyRetention deletes every partition whose hour ended longer ago than
 // its table's retention, and returns how many it deleted. It runs under the
 // compaction and flush locks, so it never races a compaction's swap or a
 // flush's publish.
 func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
+	return s.retention.apply(now, r)
+}
+
+// recover deletes what a crash left in the trash.
+func (rt *retention) recover() error {
+	return layout.EmptyTrash(rt.fs, filepath.Join(rt.sysDir, trashDirName))
+}
+
+func (rt *retention) apply(now time.Time, r Retention) (int, error) {
 	if len(r) == 0 {
 		return 0, nil
 	}
-	g := guard{s}
+	g := rt.guard
 	g.Maint().Lock()
 	defer g.Maint().Unlock()
 	g.Tree().Lock()
@@ -72,14 +113,14 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 	if err := g.Unfinished(); err != nil {
 		return 0, err
 	}
-	trash := filepath.Join(s.sysDir, trashDirName)
-	if err := layout.EmptyTrash(s.fs, trash); err != nil {
+	trash := filepath.Join(rt.sysDir, trashDirName)
+	if err := layout.EmptyTrash(rt.fs, trash); err != nil {
 		return 0, err
 	}
-	if err := s.fs.MkdirAll(trash, 0o755); err != nil {
+	if err := rt.fs.MkdirAll(trash, 0o755); err != nil {
 		return 0, fmt.Errorf("create trash dir: %w", err)
 	}
-	dbs, err := s.fs.ReadDir(s.dir)
+	dbs, err := rt.fs.ReadDir(rt.dir)
 	if err != nil {
 		return 0, fmt.Errorf("list data dir: %w", err)
 	}
@@ -88,7 +129,7 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 		if !db.IsDir() || CheckName("database", db.Name()) != nil {
 			continue
 		}
-		tbls, err := s.fs.ReadDir(filepath.Join(s.dir, db.Name()))
+		tbls, err := rt.fs.ReadDir(filepath.Join(rt.dir, db.Name()))
 		if err != nil {
 			return removed, fmt.Errorf("list database: %w", err)
 		}
@@ -97,7 +138,7 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 			if !ok || !t.IsDir() {
 				continue
 			}
-			parts, err := layout.TablePartitions(s.fs, filepath.Join(s.dir, db.Name(), t.Name()))
+			parts, err := layout.TablePartitions(rt.fs, filepath.Join(rt.dir, db.Name(), t.Name()))
 			if err != nil {
 				return removed, err
 			}
@@ -105,7 +146,7 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 				if p.End.After(now.Add(-keep)) {
 					continue
 				}
-				if err := layout.Discard(s.fs, p.Dir, trash, func() { s.flusher.forgetDir(p.Dir) }); err != nil {
+				if err := layout.Discard(rt.fs, p.Dir, trash, func() { rt.forget(p.Dir) }); err != nil {
 					return removed, err
 				}
 				removed++
@@ -113,8 +154,8 @@ func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
 		}
 	}
 	if removed > 0 {
-		s.log.Info("retention deleted partitions", "partitions", removed)
-		s.opts.Observer.Retired(removed)
+		rt.log.Info("retention deleted partitions", "partitions", removed)
+		rt.retired(removed)
 	}
 	return removed, nil
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/storage/compact"
-	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
@@ -138,6 +137,7 @@ type Store struct {
 
 	compactMu sync.Mutex // guard's Maint
 	compactor *compact.Compactor
+	retention *retention
 	lock      *os.File
 
 	sinks      *sinkSet
@@ -189,6 +189,7 @@ func Open(opts Options) (*Store, error) {
 	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
 	s.commit = newCommitter(opts, s.wal, s.dedup, s.sinks, s.quit)
 	s.flusher = newFlusher(opts, s.sysDir, s.commit.rotates, s.quit)
+	s.retention = newRetention(s)
 	s.flusher.published = func(uint64) error { return s.trimWAL(s.trimPoint()) }
 	s.flusher.released = s.commit.released
 	s.commit.flusher = s.flusher
@@ -301,7 +302,7 @@ func (s *Store) recover() error {
 		return err
 	}
 	// Retention's trash is the other maintenance leftover a crash leaves.
-	if err := layout.EmptyTrash(s.fs, filepath.Join(s.sysDir, trashDirName)); err != nil {
+	if err := s.retention.recover(); err != nil {
 		return err
 	}
 	if err := s.flusher.clearTmp(); err != nil {
