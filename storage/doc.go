@@ -30,4 +30,15 @@
 // Below Options.MinFreeDisk of free space Append refuses writes
 // (ErrDiskLow, after waiting for space), never flushes: the floor is the
 // room flushes need to drain the WAL into Parquet.
+//
+// Inside the package each job is a room that owns its state: the
+// committer (admission, the group commit goroutine, generations and buffer
+// room), the flusher (the pending retry, flush-intent.json, tmp/ temps,
+// Parquet's cursor), the sinkSet (runners, cursors, held cursors, the
+// sidecar id, dead letters) and retention (trash/, dropped/); compaction
+// is package compact. The flusher takes each closed generation from the
+// committer, which tells the sinkSet the segment closed; both tell the
+// Store when their cursor moved, and only the Store removes WAL segments
+// (trimWAL, after saving the batch IDs). The Store alone holds the order
+// of recovery and of Close; no room recovers in its constructor.
 package storage
