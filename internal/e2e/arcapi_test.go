@@ -6,11 +6,13 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,35 +134,74 @@ func TestArcWriteAPIEndToEnd(t *testing.T) {
 }
 
 // TestRandomIDPagesReadByEngines: the flush writes pages of random ids as
-// zstd frames of huff0-coded literals (internal/parquetfile's literals.go);
-// DuckDB and pyarrow, each with its own zstd, read every id back.
+// zstd frames of huff0-coded literals (internal/parquetfile's literals.go),
+// and pages of random floats and of the deltas of unordered times
+// (DELTA_BINARY_PACKED) as zstd frames of raw blocks; DuckDB, pyarrow and
+// Polars, each with its own zstd, read every id, value and time back.
 func TestRandomIDPagesReadByEngines(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)))
-	const rows = 30_000 // one page of ids of about 1 MiB
-	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixNano()
-	times, seqs, ids := make([]int64, rows), make([]int64, rows), make([]string, rows)
+	const rows = 30_000 // one page of ids of about 1 MiB, of values of 240 KB
+	base := time.Now().Add(-time.Hour).Truncate(time.Hour).UnixNano()
+	times, seqs, ids, values := make([]int64, rows), make([]int64, rows), make([]string, rows), make([]float64, rows)
 	for i := range rows {
-		times[i], seqs[i] = base+int64(i), int64(i)
+		// Times in random order within a minute, at the microsecond.
+		times[i], seqs[i] = base+rand.Int64N(60e6)*1000, int64(i)
 		ids[i] = fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+		values[i] = 10 + 490*rand.Float64()
 	}
-	body := pack(t, map[string]any{"m": "spans", "columns": map[string]any{"time": times, "seq": seqs, "trace_id": ids}})
+	body := pack(t, map[string]any{"m": "spans", "columns": map[string]any{"time": times, "seq": seqs, "trace_id": ids, "value": values}})
 	require.Equal(t, http.StatusNoContent, post(t, "http://"+sc.http+"/api/v1/write/msgpack", body, nil))
 	sc.stop(t, 30*time.Second)
 
-	sum := md5.Sum([]byte(strings.Join(ids, ",")))
+	var all strings.Builder
+	for i := range rows {
+		fmt.Fprintf(&all, "%s %d %.17g,", ids[i], times[i]/1000, values[i])
+	}
+	sum := md5.Sum([]byte(all.String()))
 	want := hex.EncodeToString(sum[:])
 	spans := parquetOf(dataDir, "default", "spans")
-	got := duckdb(t, "SELECT count(*) AS n, md5(string_agg(trace_id, ',' ORDER BY seq)) AS ids FROM "+spans)[0]
+	got := duckdb(t, "SELECT count(*) AS n, md5(string_agg(trace_id || ' ' || epoch_us(time) || ' ' || printf('%.17g', value) || ',', '' ORDER BY seq)) AS ids FROM "+spans)[0]
 	assert.EqualValues(t, rows, got["n"])
-	assert.Equal(t, want, got["ids"], "DuckDB reads every id")
+	assert.Equal(t, want, got["ids"], "DuckDB reads every id, time and value")
 
-	script := `import sys, glob, hashlib, pyarrow.parquet as pq
-t = pq.ParquetDataset(glob.glob(sys.argv[1] + '/**/*.parquet', recursive=True)).read(columns=['seq', 'trace_id']).sort_by('seq')
-print(hashlib.md5(','.join(t.column('trace_id').to_pylist()).encode()).hexdigest())`
+	script := `import sys, glob, hashlib, pyarrow.parquet as pq, polars as pl
+files = glob.glob(sys.argv[1] + '/**/*.parquet', recursive=True)
+def digest(ids, times, values):
+    return hashlib.md5(''.join('%s %d %.17g,' % row for row in zip(ids, times, values)).encode()).hexdigest()
+t = pq.ParquetDataset(files).read(columns=['seq', 'trace_id', 'time', 'value']).sort_by('seq')
+print(digest(t.column('trace_id').to_pylist(), t.column('time').cast('int64').to_pylist(), t.column('value').to_pylist()))
+p = pl.read_parquet(files, hive_partitioning=False).sort('seq')
+print(digest(p['trace_id'].to_list(), p['time'].dt.epoch('us').to_list(), p['value'].to_list()))`
 	cmd := exec.Command("python3", "-c", script, filepath.Join(dataDir, "default", "spans"))
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py")+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "polars"))
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "pyarrow: %s", out)
-	assert.Equal(t, want, strings.TrimSpace(string(out)), "pyarrow reads every id")
+	require.NoError(t, err, "pyarrow and Polars: %s", out)
+	lines := strings.Fields(string(out))
+	require.Len(t, lines, 2, string(out))
+	assert.Equal(t, want, lines[0], "pyarrow reads every id, time and value")
+	assert.Equal(t, want, lines[1], "Polars reads every id, time and value")
+
+	// ClickHouse (chdb-core): the same sums of the ids, times and values.
+	var idSum uint64
+	var timeSum int64 // µs after base: the times themselves would overflow
+	var valueSum float64
+	for i := range rows {
+		idSum += uint64(crc32.ChecksumIEEE([]byte(ids[i])))
+		timeSum += (times[i] - base) / 1000
+		valueSum += values[i]
+	}
+	chdb := filepath.Join(repoRoot, ".tools", "chdb")
+	cmd = exec.Command("python3", "-c", chdbScript)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
+	cmd.Stdin = strings.NewReader("SELECT count() AS n, sum(CRC32(trace_id)) AS ids, sum(toUnixTimestamp64Micro(time) - " + strconv.FormatInt(base/1000, 10) + ") AS times, sum(value) AS values " +
+		"FROM file('" + filepath.Join(dataDir, "default", "spans") + "/**/*.parquet', Parquet)")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "clickhouse: %s", out)
+	ch := jsonLines(t, string(out))
+	require.Len(t, ch, 1, string(out))
+	assert.EqualValues(t, rows, ch[0]["n"])
+	assert.EqualValues(t, idSum, ch[0]["ids"], "ClickHouse reads every id")
+	assert.EqualValues(t, timeSum, ch[0]["times"], "ClickHouse reads every time")
+	assert.InDelta(t, valueSum, ch[0]["values"], 1e-6*valueSum, "ClickHouse reads every value")
 }

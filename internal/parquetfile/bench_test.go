@@ -55,6 +55,7 @@ func benchTables() []benchTable {
 		}},
 		measurement("arc_traces", arcTraces),
 		measurement("arc_logs", arcLogs),
+		measurement("arc_logs_new", arcLogsNew),
 	}
 }
 
@@ -129,7 +130,8 @@ func measurementSchema(name string) *arrow.Schema {
 	cols := map[string][]string{
 		"arc_traces": {"duration_ns:i", "environment:s", "error:b", "http_method:s", "operation_name:s", "parent_span_id:s", "region:s",
 			"service_name:s", "span_id:s", "span_kind:s", "status_code:i", "trace_id:s"},
-		"arc_logs": {"environment:s", "level:s", "message:s", "region:s", "request_id:s", "response_time_ms:i", "service:s", "status_code:i"},
+		"arc_logs":     {"environment:s", "level:s", "message:s", "region:s", "request_id:s", "response_time_ms:i", "service:s", "status_code:i"},
+		"arc_logs_new": {"environment:s", "level:s", "message:s", "region:s", "request_id:s", "response_time_ms:f", "service:s", "status_code:i"},
 	}[name]
 	fields := []arrow.Field{{Name: "time", Type: schema.TimestampType}}
 	for _, c := range cols {
@@ -139,6 +141,8 @@ func measurementSchema(name string) *arrow.Schema {
 			t = arrow.PrimitiveTypes.Int64
 		case 'b':
 			t = arrow.FixedWidthTypes.Boolean
+		case 'f':
+			t = arrow.PrimitiveTypes.Float64
 		default:
 			t = arrow.BinaryTypes.String
 		}
@@ -210,6 +214,44 @@ func arcLogs(r *rand.Rand, b *array.RecordBuilder, n int) {
 		b.Field(4).(*array.StringBuilder).Append(pick(r, regions))
 		b.Field(5).(*array.StringBuilder).Append(hex(r, 8) + "-" + hex(r, 4) + "-4" + hex(r, 3) + "-a" + hex(r, 3) + "-" + hex(r, 12))
 		b.Field(6).(*array.Int64Builder).Append(int64(r.IntN(500)))
+		b.Field(7).(*array.StringBuilder).Append(pick(r, services))
+		b.Field(8).(*array.Int64Builder).Append(pick(r, statuses))
+	}
+}
+
+// newLogLines are message templates like those of the Arc driver's logs
+// since 2026-11-27 (loadtest's arcentropy.go): 60-100 bytes, each with
+// random numbers and a random hex id.
+var newLogLines = []func(r *rand.Rand) string{
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("%s /api/v1/%s/%d completed %d in %d ms request=%s", pick(r, methods), pick(r, routes)[5:], r.IntN(1e7), r.IntN(600), r.IntN(5000), hex(r, 16))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("user %d authenticated from 10.%d.%d.%d via oauth2 session=%s", r.IntN(1e8), r.IntN(256), r.IntN(256), r.IntN(256), hex(r, 24))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("order %s placed: %d items, total %d.%d USD, payment %s", hex(r, 12), r.IntN(20), r.IntN(100000), r.IntN(100), hex(r, 16))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("cache miss for key session:%s after %d us, shard %d", hex(r, 32), r.IntN(100000), r.IntN(64))
+	},
+	func(r *rand.Rand) string {
+		return fmt.Sprintf("query %s on orders took %d ms, scanned %d rows, plan %s", hex(r, 8), r.IntN(10000), r.IntN(1e7), hex(r, 12))
+	},
+}
+
+// arcLogsNew fills the columns of the Arc driver's logs since 2026-11-27,
+// every row new: a random UUID, a message of random numbers and hex ids,
+// a float response time.
+func arcLogsNew(r *rand.Rand, b *array.RecordBuilder, n int) {
+	for range n {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.Add(time.Duration(r.IntN(int(time.Minute)))).UnixMicro()))
+		b.Field(1).(*array.StringBuilder).Append(pick(r, envs))
+		b.Field(2).(*array.StringBuilder).Append(pick(r, levels))
+		b.Field(3).(*array.StringBuilder).Append(pick(r, newLogLines)(r))
+		b.Field(4).(*array.StringBuilder).Append(pick(r, regions))
+		b.Field(5).(*array.StringBuilder).Append(hex(r, 8) + "-" + hex(r, 4) + "-4" + hex(r, 3) + "-a" + hex(r, 3) + "-" + hex(r, 12))
+		b.Field(6).(*array.Float64Builder).Append(10 + 490*r.Float64())
 		b.Field(7).(*array.StringBuilder).Append(pick(r, services))
 		b.Field(8).(*array.Int64Builder).Append(pick(r, statuses))
 	}

@@ -165,9 +165,13 @@ func AppendLiteralsFrame(dst, src []byte) []byte {
 	return appendLiteralsFrame(dst, src, new(huff0.Scratch))
 }
 
-// LiteralPagesLevel is the flag a writer with Options.LiteralPages sets in
-// its zstd level; LiteralsMinPage the smallest page it applies to.
-const LiteralPagesLevel, LiteralsMinPage = literalPagesLevel, literalsMinPage
+// AppendRawFrame is appendRawFrame.
+func AppendRawFrame(dst, src []byte) []byte { return appendRawFrame(dst, src) }
+
+// LiteralPagesLevel and RawPagesLevel are the flags a writer with
+// Options.LiteralPages sets in its zstd level; LiteralsMinPage the
+// smallest page they apply to.
+const LiteralPagesLevel, RawPagesLevel, LiteralsMinPage = literalPagesLevel, rawPagesLevel, literalsMinPage
 
 // SetLiteralPages turns Options.LiteralPages' effect on or off, for
 // BenchmarkEncode's variant; it returns the previous setting.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/bits"
+	"slices"
 
 	"github.com/klauspost/compress/huff0"
 )
@@ -38,7 +39,19 @@ const (
 	// literalsSlack is how much larger than zstd's output huff0's may be,
 	// in percent, for a page to be coded as literals only.
 	literalsSlack = 10
+	// rawSlack is the least zstd must shrink a page's sample by, in
+	// percent, for the page to be compressed at all: on random floats
+	// zstd's fastest level searches a whole 1 MiB page for matches and
+	// stores it raw in the end (BenchmarkPageZstdByColumn's
+	// random-floats: a ratio of 1.0 in 4-50x the time of a copy).
+	rawSlack = 3
 )
+
+// incompressible reports whether a sample that zstd coded in zstdSample
+// bytes shrank by less than rawSlack percent.
+func incompressible(zstdSample int) bool {
+	return zstdSample*100 >= literalsSample*(100-rawSlack)
+}
 
 // zstd framing (RFC 8878, section 3.1.1).
 const (
@@ -108,6 +121,36 @@ func huffBlock(block []byte, s *huff0.Scratch) (out []byte, ok bool) {
 // frame of literal-only blocks (huff0-coded, RLE or raw, whichever is
 // smallest per block).
 func appendLiteralsFrame(dst, src []byte, s *huff0.Scratch) []byte {
+	return appendFrame(dst, src, func(dst, block []byte, last bool) []byte {
+		out, ok := huffBlock(block, s)
+		switch {
+		case ok:
+			dst = appendBlockHeader(dst, last, zstdBlockCompressed, literalsHeaderSize(len(out), len(block))+len(out)+1)
+			dst = appendLiteralsHeader(dst, len(out), len(block))
+			dst = append(dst, out...)
+			return append(dst, 0) // Number_of_Sequences: none
+		case out != nil:
+			dst = appendBlockHeader(dst, last, zstdBlockRLE, len(block))
+			return append(dst, out[0])
+		}
+		return appendRawBlock(dst, block, last)
+	})
+}
+
+// appendRawFrame appends src, less than 4 GiB, as one single-segment zstd
+// frame of raw blocks: the page, framed.
+func appendRawFrame(dst, src []byte) []byte {
+	return appendFrame(dst, src, appendRawBlock)
+}
+
+func appendRawBlock(dst, block []byte, last bool) []byte {
+	dst = appendBlockHeader(dst, last, zstdBlockRaw, len(block))
+	return append(dst, block...)
+}
+
+// appendFrame appends a single-segment zstd frame header for src and its
+// blocks of at most zstdMaxBlock bytes, each appended by block.
+func appendFrame(dst, src []byte, block func(dst, block []byte, last bool) []byte) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, zstdMagic)
 	n := len(src)
 	switch {
@@ -123,23 +166,10 @@ func appendLiteralsFrame(dst, src []byte, s *huff0.Scratch) []byte {
 	if n == 0 {
 		return appendBlockHeader(dst, true, zstdBlockRaw, 0)
 	}
+	dst = slices.Grow(dst, n+n/zstdMaxBlock*3+3)
 	for at := 0; at < n; at += zstdMaxBlock {
-		block := src[at:min(at+zstdMaxBlock, n)]
-		last := at+len(block) == n
-		out, ok := huffBlock(block, s)
-		switch {
-		case ok:
-			dst = appendBlockHeader(dst, last, zstdBlockCompressed, literalsHeaderSize(len(out), len(block))+len(out)+1)
-			dst = appendLiteralsHeader(dst, len(out), len(block))
-			dst = append(dst, out...)
-			dst = append(dst, 0) // Number_of_Sequences: none
-		case out != nil:
-			dst = appendBlockHeader(dst, last, zstdBlockRLE, len(block))
-			dst = append(dst, out[0])
-		default:
-			dst = appendBlockHeader(dst, last, zstdBlockRaw, len(block))
-			dst = append(dst, block...)
-		}
+		b := src[at:min(at+zstdMaxBlock, n)]
+		dst = block(dst, b, at+len(b) == n)
 	}
 	return dst
 }

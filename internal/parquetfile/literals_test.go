@@ -58,16 +58,19 @@ func TestLiteralsFramesDecode(t *testing.T) {
 	defer dec.Close()
 	codec, err := pqcompress.GetCodec(pqcompress.Codecs.Zstd)
 	require.NoError(t, err)
+	frames := map[string]func(dst, src []byte) []byte{"literals": parquetfile.AppendLiteralsFrame, "raw": parquetfile.AppendRawFrame}
 	for name, page := range pages {
-		t.Run(name, func(t *testing.T) {
-			frame := parquetfile.AppendLiteralsFrame(nil, page)
-			got, err := dec.DecodeAll(frame, nil)
-			require.NoError(t, err)
-			assert.True(t, bytes.Equal(page, got), "zstd's decoder gives the page back")
-			got = codec.Decode(make([]byte, len(page)), frame)
-			assert.True(t, bytes.Equal(page, got), "arrow-go's codec gives the page back")
-			assert.LessOrEqual(t, len(frame), len(page)+len(page)/(128<<10)*3+12, "never much larger than the page")
-		})
+		for kind, appendFrame := range frames {
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				frame := appendFrame(nil, page)
+				got, err := dec.DecodeAll(frame, nil)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(page, got), "zstd's decoder gives the page back")
+				got = codec.Decode(make([]byte, len(page)), frame)
+				assert.True(t, bytes.Equal(page, got), "arrow-go's codec gives the page back")
+				assert.LessOrEqual(t, len(frame), len(page)+len(page)/(128<<10)*3+12, "never much larger than the page")
+			})
+		}
 	}
 	frame := parquetfile.AppendLiteralsFrame(nil, ids)
 	assert.Less(t, float64(len(frame)), 0.55*float64(len(ids)), "hex digits take about 4 bits")
@@ -105,6 +108,55 @@ func TestPageZstdLiteralsOnlyWhereMatchesDoNotPay(t *testing.T) {
 				assert.True(t, bytes.Equal(c.page, codec.Decode(make([]byte, len(c.page)), got)))
 			})
 		}
+	}
+}
+
+// With either of the writer's flags in the level, the codec stores a page
+// raw in its frame where zstd shrinks its start by less than rawSlack
+// (random floats, random bytes) and compresses every other page as before
+// (zstd's frame; literals only for random ids with LiteralPagesLevel).
+func TestPageZstdRawWhereZstdDoesNotShrink(t *testing.T) {
+	codec, err := pqcompress.GetCodec(pqcompress.Codecs.Zstd)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(7, 8))
+	floats := plainFloat64s(100_000, func() float64 { return 10 + 490*r.Float64() })
+	times := plainInt64s(100_000, func() int64 { return 1_764_108_000_000_000 + r.Int64N(60e6) })
+	ids := hexIDs(4, 20_000)
+	type want int
+	const (
+		zstdFrame want = iota
+		rawFrame
+		literalsFrame
+	)
+	for name, c := range map[string]struct {
+		page []byte
+		flag int
+		want want
+	}{
+		"random floats":                     {floats, parquetfile.RawPagesLevel, rawFrame},
+		"random bytes":                      {randomBytes(300 << 10), parquetfile.RawPagesLevel, rawFrame},
+		"random bytes, distinct strings":    {randomBytes(300 << 10), parquetfile.LiteralPagesLevel, rawFrame},
+		"times in a minute":                 {times, parquetfile.RawPagesLevel, zstdFrame},
+		"status codes":                      {plainInt64s(100_000, func() int64 { return statusCodes[r.IntN(len(statusCodes))] }), parquetfile.RawPagesLevel, zstdFrame},
+		"text":                              {pageLike(1 << 20), parquetfile.RawPagesLevel, zstdFrame},
+		"random ids, numbers only":          {ids, parquetfile.RawPagesLevel, zstdFrame},
+		"random ids, distinct strings":      {ids, parquetfile.LiteralPagesLevel, literalsFrame},
+		"random floats below the threshold": {floats[:parquetfile.LiteralsMinPage-1], parquetfile.RawPagesLevel, zstdFrame},
+		"random floats without a flag":      {floats, 0, zstdFrame},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := codec.EncodeLevel(nil, c.page, 1|c.flag)
+			expected := map[want][]byte{
+				zstdFrame:     codec.EncodeLevel(nil, c.page, 1),
+				rawFrame:      parquetfile.AppendRawFrame(nil, c.page),
+				literalsFrame: parquetfile.AppendLiteralsFrame(nil, c.page),
+			}[c.want]
+			assert.True(t, bytes.Equal(expected, got), "frame %d bytes, want kind %d of %d bytes", len(got), c.want, len(expected))
+			assert.True(t, bytes.Equal(c.page, codec.Decode(make([]byte, len(c.page)), got)), "decodes to the page")
+			if c.want == rawFrame {
+				assert.GreaterOrEqual(t, len(codec.EncodeLevel(nil, c.page, 1))*100, len(c.page)*(100-5), "zstd would not have shrunk it either")
+			}
+		})
 	}
 }
 

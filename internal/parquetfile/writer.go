@@ -59,8 +59,10 @@ type Options struct {
 	// see dictColumn.distinct) be written as huff0-coded literals only
 	// where zstd's match search barely shrinks them (random ids), in a
 	// third of the time for up to literalsSlack percent more bytes
-	// (literals.go). The flush sets it; compaction, whose files are the
-	// ones kept, does not.
+	// (literals.go); in flat tables it also lets the pages of numeric
+	// columns without a dictionary be stored raw where zstd barely
+	// shrinks them (random floats, deltas of unordered times). The flush
+	// sets it; compaction, whose files are the ones kept, does not.
 	LiteralPages bool
 }
 
@@ -136,12 +138,31 @@ var zstdLevelFlat, zstdLevelNested = 1, 3
 // zstdLevel is the zstd level of a table's files: zstdLevelNested when it
 // has a column inside a map or list, zstdLevelFlat otherwise.
 func zstdLevel(schema *parquet.Schema) int {
+	if flat(schema) {
+		return zstdLevelFlat
+	}
+	return zstdLevelNested
+}
+
+// flat reports whether a table has no column inside a map or list (the
+// Arc measurements, not the OTLP tables).
+func flat(schema *parquet.Schema) bool {
 	for _, path := range schema.Columns() {
 		if leaf, _ := schema.Lookup(path...); leaf.MaxRepetitionLevel > 0 {
-			return zstdLevelNested
+			return false
 		}
 	}
-	return zstdLevelFlat
+	return true
+}
+
+// numeric: the Arrow types written as fixed-width numbers, whose pages
+// may be raw (rawPagesLevel).
+func numeric(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.TIMESTAMP:
+		return true
+	}
+	return false
 }
 
 // literalPages: whether Options.LiteralPages has effect (benchmarks turn
@@ -203,9 +224,12 @@ type Writer struct {
 	maps    []*mapDictColumn // the top-level map<string, string> columns
 	maxRows int64
 	// level is the files' zstd level; literalPages says whether columns
-	// of distinct strings may take literals-only pages.
+	// of distinct strings may take literals-only pages, rawPages whether
+	// the numeric columns of a flat table written without a dictionary
+	// may take raw ones (both Options.LiteralPages).
 	level        int
 	literalPages bool
+	rawPages     bool
 	pending      []run // rows of the current row group
 	rows         int64 // rows in pending
 	total        int64
@@ -229,6 +253,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 		return nil, err
 	}
 	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows, level: zstdLevel(schema), literalPages: opts.LiteralPages && literalPages}
+	w.rawPages = w.literalPages && flat(schema)
 	if w.maxRows <= 0 {
 		w.maxRows = DefaultRowGroupRows
 	}
@@ -267,16 +292,22 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 // index to every value.
 func (w *Writer) start() error {
 	props := w.props
-	for _, d := range w.dict {
-		if d != nil && d.off {
+	for c, d := range w.dict {
+		switch {
+		case d != nil && d.off:
 			enc := stringEncoding
 			if d.ints != nil {
 				enc = pq.Encodings.Plain
 			}
 			props = append(props, pq.WithDictionaryFor(d.name, false), pq.WithEncodingFor(d.name, enc), pq.WithStatsFor(d.name, true))
-			if d.distinct && w.literalPages {
+			switch {
+			case d.distinct && w.literalPages:
 				props = append(props, pq.WithCompressionLevelFor(d.name, w.level|literalPagesLevel))
+			case d.ints != nil && w.rawPages:
+				props = append(props, pq.WithCompressionLevelFor(d.name, w.level|rawPagesLevel))
 			}
+		case d == nil && w.rawPages && numeric(w.schema.Field(c).Type):
+			props = append(props, pq.WithCompressionLevelFor(w.schema.Field(c).Name, w.level|rawPagesLevel))
 		}
 	}
 	for _, m := range w.maps {

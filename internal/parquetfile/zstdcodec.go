@@ -61,21 +61,25 @@ func init() {
 
 var pageZstdCodec *pageZstd
 
-// EncodeLevel compresses src as one frame, as arrow-go's codec does; with
-// literalPagesLevel in level, a page that zstd's match search would
-// shrink by less than literalsSlack percent more than huff0 alone becomes
-// a literals-only frame instead (literals.go).
+// EncodeLevel compresses src as one frame, as arrow-go's codec does. With
+// rawPagesLevel in level, a page whose start zstd's fastest level shrinks
+// by less than rawSlack percent is stored raw in a frame instead (random
+// floats, deltas of unordered times); with literalPagesLevel, so is such
+// a page, and a page that zstd's match search would shrink by less than
+// literalsSlack percent more than huff0 alone becomes a literals-only
+// frame (literals.go).
 func (z *pageZstd) EncodeLevel(dst, src []byte, level int) []byte {
-	literals := level > 0 && level&literalPagesLevel != 0
-	if literals {
-		level &^= literalPagesLevel
+	var flags int
+	if level > 0 {
+		flags = level & (literalPagesLevel | rawPagesLevel)
+		level &^= flags
 	}
 	l := zstd.EncoderLevelFromZstd(level)
 	if level == pqcompress.DefaultCompressionLevel {
 		l = zstd.SpeedDefault
 	}
-	if literals && len(src) >= literalsMinPage && len(src) <= literalsMaxPage {
-		if out, ok := z.literals(dst, src); ok {
+	if flags != 0 && len(src) >= literalsMinPage && len(src) <= literalsMaxPage {
+		if out, ok := z.withoutMatches(dst, src, flags&literalPagesLevel != 0); ok {
 			return out
 		}
 	}
@@ -85,27 +89,35 @@ func (z *pageZstd) EncodeLevel(dst, src []byte, level int) []byte {
 }
 
 // literalPagesLevel is set in the zstd level of a column of distinct
-// strings (Options.LiteralPages) to let its pages be literals-only frames:
-// the codec is one per process and the level is all it learns of the
-// column.
-const literalPagesLevel = 1 << 16
+// strings (Options.LiteralPages) to let its pages be literals-only or raw
+// frames; rawPagesLevel in that of a column of numbers written without a
+// dictionary, to let its pages be raw frames. The codec is one per
+// process and the level is all it learns of the column.
+const (
+	literalPagesLevel = 1 << 16
+	rawPagesLevel     = 1 << 17
+)
 
-// literals returns src as a literals-only frame if that is within
-// literalsSlack of what zstd's fastest level makes of its first
-// literalsSample bytes. The sample takes the fastest level whatever the
-// page's: it only asks whether matches pay at all, and an encoder of a
-// higher level clears tables many times larger for every call (at level 3
-// that cost more than the test saved on the OTLP tables).
-func (z *pageZstd) literals(dst, src []byte) ([]byte, bool) {
+// withoutMatches returns src as a raw frame if zstd's fastest level
+// shrinks its first literalsSample bytes by less than rawSlack percent,
+// or, where literals is set, as a literals-only frame if that is within
+// literalsSlack of what zstd makes of them. The sample takes the fastest
+// level whatever the page's: it only asks whether matches pay at all, and
+// an encoder of a higher level clears tables many times larger for every
+// call (at level 3 that cost more than the test saved on the OTLP tables).
+func (z *pageZstd) withoutMatches(dst, src []byte, literals bool) ([]byte, bool) {
 	s := z.getScratch()
 	defer z.putScratch(s)
 	enc := z.get(zstd.SpeedFastest)
 	s.sample = enc.EncodeAll(src[:literalsSample], s.sample[:0])
 	z.put(zstd.SpeedFastest, enc)
-	if !literalsOnly(src, len(s.sample), s) {
-		return nil, false
+	switch {
+	case incompressible(len(s.sample)):
+		return appendRawFrame(dst[:0], src), true
+	case literals && literalsOnly(src, len(s.sample), s):
+		return appendLiteralsFrame(dst[:0], src, &s.huff), true
 	}
-	return appendLiteralsFrame(dst[:0], src, &s.huff), true
+	return nil, false
 }
 
 func (z *pageZstd) getScratch() *literalsScratch {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -125,6 +126,7 @@ func BenchmarkPageZstdByColumn(b *testing.B) {
 		{"status-codes", plainInt64s(rows, func() int64 { return statusCodes[r.IntN(len(statusCodes))] })},
 		{"times-in-a-minute", plainInt64s(rows, func() int64 { return 1_764_108_000_000_000_000 + r.Int64N(60e9) })},
 		{"text", pageLike(rows * 55)},
+		{"random-floats", plainFloat64s(rows, func() float64 { return 10 + 490*r.Float64() })},
 	}
 	codec, err := pqcompress.GetCodec(pqcompress.Codecs.Zstd)
 	require.NoError(b, err)
@@ -168,6 +170,15 @@ func huff0Size(b *testing.B, page []byte, s *huff0.Scratch) int {
 		}
 	}
 	return n
+}
+
+// plainFloat64s is a PLAIN DOUBLE page of n values.
+func plainFloat64s(n int, value func() float64) []byte {
+	var b []byte
+	for range n {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(value()))
+	}
+	return b
 }
 
 // statusCodes are mostly zero, as span status codes are.

@@ -149,7 +149,12 @@ func Measurement(name string, s *arrow.Schema) (*parquet.Schema, error) {
 	if s.NumFields() == 0 || s.Field(0).Name != TimeColumn || !isStoredTime(s.Field(0).Type) || s.Field(0).Nullable {
 		return nil, fmt.Errorf("%w: measurement %q: the first column must be a non-null %q timestamp (%s)", ErrSchemaMismatch, name, TimeColumn, schema.TimestampType)
 	}
-	g := parquet.Group{TimeColumn: schema.TimestampNode()}
+	// Time takes DELTA_BINARY_PACKED in flushed files too: on unordered
+	// times (the Arc driver's, random within a minute) its deltas are
+	// smaller than the plain values after zstd and cost the writer less
+	// than zstd's match search on them; on ordered ones they are a few
+	// bits a row (docs/PERFORMANCE.md, 2026-11-27).
+	g := parquet.Group{TimeColumn: parquet.Encoded(schema.TimestampNode(), &parquet.DeltaBinaryPacked)}
 	for _, f := range s.Fields()[1:] {
 		var n parquet.Node
 		switch f.Type.ID() {
