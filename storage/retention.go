@@ -120,38 +120,29 @@ func (rt *retention) apply(now time.Time, r Retention) (int, error) {
 	if err := rt.fs.MkdirAll(trash, 0o755); err != nil {
 		return 0, fmt.Errorf("create trash dir: %w", err)
 	}
-	dbs, err := rt.fs.ReadDir(rt.dir)
-	if err != nil {
-		return 0, fmt.Errorf("list data dir: %w", err)
-	}
 	removed := 0
-	for _, db := range dbs {
-		if !db.IsDir() || CheckName("database", db.Name()) != nil {
-			continue
+	err := layout.Tables(rt.fs, rt.dir, func(db, table, dir string) error {
+		keep, ok := r.For(db, table)
+		if !ok {
+			return nil
 		}
-		tbls, err := rt.fs.ReadDir(filepath.Join(rt.dir, db.Name()))
+		parts, err := layout.TablePartitions(rt.fs, dir)
 		if err != nil {
-			return removed, fmt.Errorf("list database: %w", err)
+			return err
 		}
-		for _, t := range tbls {
-			keep, ok := r.For(db.Name(), t.Name())
-			if !ok || !t.IsDir() {
+		for _, p := range parts {
+			if p.End.After(now.Add(-keep)) {
 				continue
 			}
-			parts, err := layout.TablePartitions(rt.fs, filepath.Join(rt.dir, db.Name(), t.Name()))
-			if err != nil {
-				return removed, err
+			if err := layout.Discard(rt.fs, p.Dir, trash, func() { rt.forget(p.Dir) }); err != nil {
+				return err
 			}
-			for _, p := range parts {
-				if p.End.After(now.Add(-keep)) {
-					continue
-				}
-				if err := layout.Discard(rt.fs, p.Dir, trash, func() { rt.forget(p.Dir) }); err != nil {
-					return removed, err
-				}
-				removed++
-			}
+			removed++
 		}
+		return nil
+	})
+	if err != nil {
+		return removed, err
 	}
 	if removed > 0 {
 		rt.log.Info("retention deleted partitions", "partitions", removed)

@@ -61,6 +61,35 @@ type PartitionDir struct {
 	End time.Time
 }
 
+// Tables calls fn with every table folder of every database folder under
+// dataDir (folders only, databases by CheckName), in directory order. It
+// is the tree as the store's maintenance walks it, holding the locks that
+// keep it still: a folder that cannot be listed is an error.
+func Tables(fsys DirReader, dataDir string, fn func(database, table, dir string) error) error {
+	dbs, err := fsys.ReadDir(dataDir)
+	if err != nil {
+		return fmt.Errorf("list data dir: %w", err)
+	}
+	for _, db := range dbs {
+		if !db.IsDir() || CheckName("database", db.Name()) != nil {
+			continue
+		}
+		tables, err := fsys.ReadDir(filepath.Join(dataDir, db.Name()))
+		if err != nil {
+			return fmt.Errorf("list database: %w", err)
+		}
+		for _, t := range tables {
+			if !t.IsDir() {
+				continue
+			}
+			if err := fn(db.Name(), t.Name(), filepath.Join(dataDir, db.Name(), t.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // TablePartitions lists date=YYYY-MM-DD/hour=H folders of a table.
 func TablePartitions(fsys DirReader, table string) ([]PartitionDir, error) {
 	var out []PartitionDir
