@@ -174,27 +174,12 @@ func (c *Compactor) Run(ctx context.Context, minAge time.Duration) (Stats, error
 // partitions lists every partition folder of every table.
 func (c *Compactor) partitions() ([]layout.PartitionDir, error) {
 	var out []layout.PartitionDir
-	dbs, err := c.cfg.FS.ReadDir(c.cfg.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("list data dir: %w", err)
-	}
-	for _, db := range dbs {
-		if !db.IsDir() || layout.CheckName("database", db.Name()) != nil {
-			continue
-		}
-		tables, err := c.cfg.FS.ReadDir(filepath.Join(c.cfg.DataDir, db.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("list database: %w", err)
-		}
-		for _, t := range tables {
-			parts, err := layout.TablePartitions(c.cfg.FS, filepath.Join(c.cfg.DataDir, db.Name(), t.Name()))
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, parts...)
-		}
-	}
-	return out, nil
+	err := layout.Tables(c.cfg.FS, c.cfg.DataDir, func(_, _, dir string) error {
+		parts, err := layout.TablePartitions(c.cfg.FS, dir)
+		out = append(out, parts...)
+		return err
+	})
+	return out, err
 }
 
 // compactPartition merges each schema's files of one closed partition,

@@ -204,3 +204,15 @@ func TestRecoverSettlesEachStep(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSkipsFilesBesideTables puts a file where tables are (a README
+// in a database folder): compaction lists it as nothing, as retention
+// does, instead of failing every run on it.
+func TestRunSkipsFilesBesideTables(t *testing.T) {
+	dir := tree(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "default", "README"), []byte("notes"), 0o644))
+	st, err := newCompactor(dir, &fakeGuard{}, nil, nil).Run(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Partitions)
+	assert.Equal(t, []string{"a-0", "a-1", "b-0"}, readLogs(t, filepath.Join(dir, hour9)))
+}
