@@ -206,24 +206,25 @@ func (d *dedup) decode(data []byte) error {
 	return nil
 }
 
-func (s *Store) batchIDsPath() string { return filepath.Join(s.sysDir, batchIDsName) }
-
-func (s *Store) saveBatchIDs() error {
-	if err := writeFileAtomic(s.fs, s.batchIDsPath(), s.dedup.encode()); err != nil {
+// save writes the IDs to the batch-ids file of the system folder sys.
+func (d *dedup) save(fsys FS, sys string) error {
+	if err := writeFileAtomic(fsys, filepath.Join(sys, batchIDsName), d.encode()); err != nil {
 		return fmt.Errorf("save batch ids: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) loadBatchIDs() error {
-	data, err := s.fs.ReadFile(s.batchIDsPath())
+// load reads the IDs of the batch-ids file of the system folder sys, if
+// there is one.
+func (d *dedup) load(fsys FS, sys string) error {
+	data, err := fsys.ReadFile(filepath.Join(sys, batchIDsName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read batch ids: %w", err)
 	}
-	return s.dedup.decode(data)
+	return d.decode(data)
 }
 
 // LegacyBatchIDs reports whether the store still remembers batch IDs that

@@ -289,7 +289,7 @@ func (s *Store) recover() error {
 	if err := s.sinks.load(); err != nil {
 		return err
 	}
-	if err := s.loadBatchIDs(); err != nil {
+	if err := s.dedup.load(s.fs, s.sysDir); err != nil {
 		// Losing the IDs can only let a retried batch in twice; refusing to
 		// start would lose everything. Say so loudly and go on.
 		s.log.Error("cannot read the batch ids of recent writes; retries of batches stored before this start may be duplicated", "error", err)

@@ -233,7 +233,7 @@ func (s *Store) trimWAL(through uint64) error {
 	if s.recovering || through <= s.trimmed {
 		return nil
 	}
-	if err := s.saveBatchIDs(); err != nil {
+	if err := s.dedup.save(s.fs, s.sysDir); err != nil {
 		return err
 	}
 	if err := s.wal.RemoveThrough(through); err != nil {
