@@ -1,6 +1,7 @@
 package parquetfile_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -47,6 +49,9 @@ func benchTables() []benchTable {
 		{"otlp_traces", schema.Traces.Parquet, schema.Traces.Arrow, schema.Traces.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
 			return convert(b, schema.Traces, n, func(n int) any { return otlparrowtest.RealisticTraces(n) })
 		}},
+		{"otlp_traces_random_ids", schema.Traces.Parquet, schema.Traces.Arrow, schema.Traces.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
+			return convert(b, schema.Traces, n, func(n int) any { return withRandomIDs(otlparrowtest.RealisticTraces(n)) })
+		}},
 		{"otlp_logs", schema.Logs.Parquet, schema.Logs.Arrow, schema.Logs.BloomColumns, func(b testing.TB, n int) []arrow.RecordBatch {
 			return convert(b, schema.Logs, n, func(n int) any { return otlparrowtest.RealisticLogs(n) })
 		}},
@@ -57,6 +62,41 @@ func benchTables() []benchTable {
 		measurement("arc_logs", arcLogs),
 		measurement("arc_logs_new", arcLogsNew),
 	}
+}
+
+// randomIDs draws the ids of withRandomIDs: one source for every batch, so
+// that no two batches of a file share ids.
+var randomIDs = rand.New(rand.NewPCG(1, 2))
+
+// withRandomIDs gives the spans of td random ids, as SDKs make them (W3C
+// trace context), in otlparrowtest's shape: a trace of every three spans,
+// the first their parent. otlparrowtest's own ids are mostly constant
+// bytes, which zstd's match search compresses cheaply and real ids do not.
+func withRandomIDs(td ptrace.Traces) ptrace.Traces {
+	r := randomIDs
+	var trace pcommon.TraceID
+	var root pcommon.SpanID
+	i := 0
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				var id pcommon.SpanID
+				binary.LittleEndian.PutUint64(id[:], r.Uint64())
+				if i%3 == 0 {
+					binary.LittleEndian.PutUint64(trace[:8], r.Uint64())
+					binary.LittleEndian.PutUint64(trace[8:], r.Uint64())
+					root = id
+				}
+				s.SetTraceID(trace)
+				s.SetSpanID(id)
+				if !s.ParentSpanID().IsEmpty() {
+					s.SetParentSpanID(root)
+				}
+				i++
+			}
+		}
+	}
+	return td
 }
 
 // convert turns n realistic OTLP items into records of the table, one per
