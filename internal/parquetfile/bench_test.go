@@ -338,6 +338,12 @@ var encoders = []struct {
 	// default) for every table, whatever its shape.
 	{"new-zstd1", withZstd(1)},
 	{"new-zstd3", withZstd(3)},
+	// The new writer with the strings written without a dictionary at the
+	// nested tables' level (3), as before 2026-11-27, instead of level 1.
+	{"new-plain-strings-nested-level", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.SetPlainStringsFlat(parquetfile.SetPlainStringsFlat(false))
+		return newEncoder(out, t, recs, rows)
+	}},
 	// The new writer with snappy or LZ4 instead of zstd.
 	{"new-snappy", withProps(pq.WithCompression(pqcompress.Codecs.Snappy))},
 	{"new-lz4", withProps(pq.WithCompression(pqcompress.Codecs.Lz4Raw))},

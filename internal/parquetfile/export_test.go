@@ -180,3 +180,11 @@ func SetLiteralPages(on bool) bool {
 	literalPages = on
 	return prev
 }
+
+// SetPlainStringsFlat turns plainStringsFlat on or off, for
+// BenchmarkEncode's variant; it returns the previous setting.
+func SetPlainStringsFlat(on bool) bool {
+	prev := plainStringsFlat
+	plainStringsFlat = on
+	return prev
+}

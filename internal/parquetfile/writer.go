@@ -135,6 +135,16 @@ var dictStatistics = false
 // fewer bytes (new-zstd3).
 var zstdLevelFlat, zstdLevelNested = 1, 3
 
+// plainStringsFlat: whether the top-level string columns that no
+// dictionary encodes (trace and span ids, log messages) take
+// zstdLevelFlat in a nested table too. Their values are what a flat
+// table holds; the level-3 finding above came from ids that were mostly
+// constant bytes (otlparrowtest's). With random ids, as SDKs make them,
+// level 1 cost the sidecar 7 % less CPU per span for 7 % fewer bytes end
+// to end; ids that repeat across requests (the load harness's) compress
+// better at level 3 (docs/PERFORMANCE.md, run O).
+var plainStringsFlat = true
+
 // zstdLevel is the zstd level of a table's files: zstdLevelNested when it
 // has a column inside a map or list, zstdLevelFlat otherwise.
 func zstdLevel(schema *parquet.Schema) int {
@@ -275,6 +285,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 		pq.WithAllocator(writerBuffers),
 	}
 	w.props = append(w.props, columnEncodings(schema)...)
+	w.props = append(w.props, plainStringLevels(schema, w.level)...)
 	for _, d := range w.dict {
 		if d != nil {
 			w.props = append(w.props, pq.WithStatsFor(d.name, dictStatistics || opts.AllStatistics))
@@ -363,6 +374,24 @@ func columnEncodings(schema *parquet.Schema) []pq.WriterProperty {
 			props = append(props, pq.WithEncodingFor(name, pq.Encodings.DeltaByteArray))
 		case leaf.Node.Type().Kind() == parquet.ByteArray:
 			props = append(props, pq.WithEncodingFor(name, stringEncoding))
+		}
+	}
+	return props
+}
+
+// plainStringLevels gives the top-level string columns written without a
+// dictionary zstdLevelFlat (see plainStringsFlat) in a file of another
+// level. A dictionary column whose dictionary is given up keeps the
+// file's level, or takes literals-only pages (Writer.start).
+func plainStringLevels(schema *parquet.Schema, level int) []pq.WriterProperty {
+	if !plainStringsFlat || level == zstdLevelFlat {
+		return nil
+	}
+	var props []pq.WriterProperty
+	for _, path := range schema.Columns() {
+		leaf, _ := schema.Lookup(path...)
+		if len(path) == 1 && leaf.Node.Type().Kind() == parquet.ByteArray && !isDictionary(leaf.Node.Encoding()) {
+			props = append(props, pq.WithCompressionLevelFor(path[0], zstdLevelFlat))
 		}
 	}
 	return props
