@@ -58,6 +58,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.IntVar(&c.Batch, "batch", 1000, "items per request (OTLP export or Arc payload)")
 	fs.BoolVar(&c.Ceiling, "ceiling", true, "first run the same load against otelcol-arc with the nop exporter")
 	fs.StringVar(&c.Target, "target", "", "OTLP gRPC address of a running collector, or for arc-* the base URL of an Arc-compatible server (Arc itself, for a side-by-side number); empty starts a fresh stack")
+	fs.BoolVar(&c.RandomIDs, "random-ids", false, "otlp driver, traces: random trace and span ids on every send, as SDKs make them (by default each worker's span ids repeat from one send to the next, and only a counter in the trace ids changes: zstd compresses those far better than real ids)")
 	fs.DurationVar(&c.TimeOffset, "time-offset", 0, "shift the items' timestamps from now (e.g. -2h fills a past hour that compaction can take)")
 	fs.StringVar(&c.Token, "token", "", "bearer token for the Arc write API")
 	fs.IntVar(&c.Payloads, "payloads", 0, "arc driver: distinct pre-generated batches per measurement, cycled when the run outlasts them; 0 is 8192 (64 for the -cycled scenarios), no more than a -rate run can send; a server that sorts a file by time (Arc) compresses repeated batches away, so bytes per row are only comparable while rows do not repeat")

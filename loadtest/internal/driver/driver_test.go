@@ -22,7 +22,7 @@ import (
 func TestTemplateFillPatchesEveryItemID(t *testing.T) {
 	for _, sig := range []Signal{Traces, Logs, Metrics} {
 		t.Run(string(sig), func(t *testing.T) {
-			tpl, err := newTemplate(sig, 50, time.Now())
+			tpl, err := newTemplate(sig, 50, time.Now(), false)
 			require.NoError(t, err)
 			var buf []byte
 			for _, first := range []uint64{0, 1 << 40} {
@@ -71,7 +71,7 @@ func idsOf(t *testing.T, sig Signal, body []byte) []string {
 }
 
 func TestTracesAreNewOnEverySend(t *testing.T) {
-	tpl, err := newTemplate(Traces, 50, time.Now())
+	tpl, err := newTemplate(Traces, 50, time.Now(), false)
 	require.NoError(t, err)
 	require.Len(t, tpl.traceIDs, 50, "every span's trace id is patched")
 	traces := func(first uint64) map[string]int {
@@ -92,12 +92,48 @@ func TestTracesAreNewOnEverySend(t *testing.T) {
 	}
 }
 
+func TestRandomIDsAreNewOnEverySend(t *testing.T) {
+	tpl, err := newTemplate(Traces, 50, time.Now(), true)
+	require.NoError(t, err)
+	type span struct{ trace, id, parent string }
+	send := func() []span {
+		req := ptraceotlp.NewExportRequest()
+		require.NoError(t, req.UnmarshalProto(tpl.fill(nil, 0, time.Now())))
+		spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		out := make([]span, spans.Len())
+		for i := range out {
+			s := spans.At(i)
+			out[i] = span{s.TraceID().String(), s.SpanID().String(), s.ParentSpanID().String()}
+		}
+		return out
+	}
+	a, b := send(), send()
+	require.Len(t, a, 50)
+	seen := map[string]bool{}
+	for i := 0; i < len(a); i += 2 {
+		client, server := a[i], a[i+1]
+		assert.Equal(t, client.trace, server.trace, "a pair shares its trace")
+		assert.Equal(t, client.id, server.parent, "the server span's parent is the client span")
+		assert.Empty(t, client.parent)
+		assert.NotEqual(t, client.trace[:16], a[(i+2)%len(a)].trace[:16], "trace ids differ in every half, not only in a counter")
+		assert.NotEqual(t, client.trace[16:], a[(i+2)%len(a)].trace[16:])
+		for _, s := range []span{client, server} {
+			assert.False(t, seen[s.id], "span ids are unique")
+			seen[s.id] = true
+		}
+	}
+	for i := range b {
+		assert.NotEqual(t, a[i].id, b[i].id, "another send, other span ids")
+		assert.NotEqual(t, a[i].trace, b[i].trace, "another send, other traces")
+	}
+}
+
 func TestTimestampsFollowTheSend(t *testing.T) {
 	built := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sent := built.Add(3 * time.Hour)
 	for _, sig := range []Signal{Traces, Logs, Metrics} {
 		t.Run(string(sig), func(t *testing.T) {
-			tpl, err := newTemplate(sig, 20, built)
+			tpl, err := newTemplate(sig, 20, built, false)
 			require.NoError(t, err)
 			require.Len(t, tpl.times, 20*len(timeTags[sig]), "every timestamp field found")
 			body := tpl.fill(nil, 0, sent)

@@ -32,6 +32,8 @@ type Plan struct {
 	// TimeOffset shifts the items' timestamps from now, e.g. -2h to fill
 	// a past (closed, compactable) hour.
 	TimeOffset time.Duration
+	// RandomIDs makes every send's trace and span ids random (traces).
+	RandomIDs bool
 }
 
 // Validate says what is wrong with a plan.
@@ -100,7 +102,7 @@ func (d *OTLP) Prepare() error {
 	templates := make([]*template, d.Plan.Workers)
 	for w := range templates {
 		var err error
-		if templates[w], err = newTemplate(d.Plan.Signals[w%len(d.Plan.Signals)], d.Plan.Batch, now); err != nil {
+		if templates[w], err = newTemplate(d.Plan.Signals[w%len(d.Plan.Signals)], d.Plan.Batch, now, d.Plan.RandomIDs); err != nil {
 			return err
 		}
 	}

@@ -49,6 +49,14 @@ type template struct {
 	// its own number into their first 8 bytes, so traces are new on every
 	// send, as a trace-by-id lookup expects.
 	traceIDs []int
+	// spanIDs, when the plan asks for random ids, are the offsets of each
+	// span's id and of its children's parent ids, one group per span.
+	spanIDs [][]int
+	// randomIDs: each send writes random trace ids (one per client and
+	// server pair) and random span ids, as SDKs make them, instead of its
+	// number into the trace ids; span ids otherwise repeat from one send
+	// to the next, which zstd compresses far better than real ids.
+	randomIDs bool
 	// times are the timestamp fields, set on each send to the send's
 	// time plus their offset in the template, so rows spread over the run
 	// as real telemetry does.
@@ -65,7 +73,7 @@ const idWidth = 16
 
 // newTemplate builds a request of n items in the shapes telemetrygen sends
 // (same names, attributes and kinds), plus the id attribute.
-func newTemplate(signal Signal, n int, now time.Time) (*template, error) {
+func newTemplate(signal Signal, n int, now time.Time, randomIDs bool) (*template, error) {
 	placeholders := make([]string, n)
 	for i := range placeholders {
 		// Random placeholders are what the offsets are found by; a 64-bit
@@ -101,6 +109,9 @@ func newTemplate(signal Signal, n int, now time.Time) (*template, error) {
 	t := &template{signal: signal, items: n, body: body, offsets: offsets, method: method}
 	if signal == Traces {
 		t.traceIDs = traceIDOffsets(body, n)
+		if randomIDs {
+			t.spanIDs, t.randomIDs = spanIDOffsets(body), true
+		}
 	}
 	t.times = timeOffsets(signal, body, n, now)
 	return t, nil
@@ -186,8 +197,12 @@ func (t *template) fill(dst []byte, first uint64, at time.Time) []byte {
 	for i, off := range t.offsets {
 		putHex(dst[off:off+idWidth], first+uint64(i))
 	}
-	for _, off := range t.traceIDs {
-		binary.BigEndian.PutUint64(dst[off:off+8], first)
+	if t.randomIDs {
+		t.fillRandomIDs(dst)
+	} else {
+		for _, off := range t.traceIDs {
+			binary.BigEndian.PutUint64(dst[off:off+8], first)
+		}
 	}
 	base := at.UnixNano()
 	for _, f := range t.times {
@@ -291,4 +306,51 @@ func metricShape(ids []string, now time.Time) pmetric.Metrics {
 		dp.Attributes().PutStr(IDAttribute, id)
 	}
 	return md
+}
+
+// fillRandomIDs writes random ids into dst: traceIDOffsets lists a trace
+// id's fields together, and every trace is a pair of spans.
+func (t *template) fillRandomIDs(dst []byte) {
+	for i := 0; i < len(t.traceIDs); i += 2 {
+		hi, lo := rand.Uint64(), rand.Uint64()
+		for _, off := range t.traceIDs[i:min(i+2, len(t.traceIDs))] {
+			binary.BigEndian.PutUint64(dst[off:], hi)
+			binary.BigEndian.PutUint64(dst[off+8:], lo)
+		}
+	}
+	for _, group := range t.spanIDs {
+		id := rand.Uint64()
+		for _, off := range group {
+			binary.BigEndian.PutUint64(dst[off:], id)
+		}
+	}
+}
+
+// spanIDOffsets finds, for each span of a traces request, its span id
+// field (Span.span_id, field 2) and the parent id fields that name it
+// (Span.parent_span_id, field 4), both bytes of length 8.
+func spanIDOffsets(body []byte) [][]int {
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(body); err != nil {
+		return nil
+	}
+	spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	out := make([][]int, 0, spans.Len())
+	for i := range spans.Len() {
+		id := spans.At(i).SpanID()
+		var group []int
+		for _, tag := range []byte{0x12, 0x22} {
+			field := append([]byte{tag, 0x08}, id[:]...)
+			for from := 0; ; {
+				at := bytes.Index(body[from:], field)
+				if at < 0 {
+					break
+				}
+				group = append(group, from+at+2)
+				from += at + len(field)
+			}
+		}
+		out = append(out, group)
+	}
+	return out
 }

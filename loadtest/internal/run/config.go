@@ -125,6 +125,9 @@ type Config struct {
 	Token string
 	// TimeOffset shifts the sent items' timestamps (otlp and arc drivers).
 	TimeOffset time.Duration
+	// RandomIDs makes the otlp driver's trace and span ids random on
+	// every send.
+	RandomIDs bool
 
 	BinDir       string
 	Telemetrygen string

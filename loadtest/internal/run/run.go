@@ -195,7 +195,7 @@ type load struct {
 }
 
 func (r *Runner) newLoad(tgt *target, workDir string) (*load, error) {
-	p := driver.Plan{Signals: r.Signals(), Rate: r.Rate, Duration: r.Duration, Workers: r.Workers, Batch: r.Batch, Endpoint: tgt.otlp, TimeOffset: r.TimeOffset}
+	p := driver.Plan{Signals: r.Signals(), Rate: r.Rate, Duration: r.Duration, Workers: r.Workers, Batch: r.Batch, Endpoint: tgt.otlp, TimeOffset: r.TimeOffset, RandomIDs: r.RandomIDs}
 	if r.Driver == DriverCampaign {
 		rec := driver.NewRecorder()
 		// The story ends ten minutes ago, whole minutes, so its hours are
