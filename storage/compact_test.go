@@ -156,7 +156,7 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 			require.ErrorIs(t, err, errCrash)
 			// Before any restart the partition is already one or the other.
 			assertOneSide(t, dir, old, tt.swapped)
-			s.crash()
+			crash(s)
 
 			s = openStore(t, dir, nil)
 			assertOneSide(t, dir, old, tt.swapped)

@@ -64,7 +64,7 @@ func TestFailedUndoPoisonsTheWAL(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrBackpressure, "not a 429: the sidecar needs a restart, clients retry elsewhere or later")
 	assert.ErrorIs(t, s.Writable(), wal.ErrPoisoned, "/ready says so")
 	assert.Error(t, s.Flush(), "no rotation behind the torn record either")
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, fsys)
 	require.NoError(t, s.Writable(), "a restart clears it")
@@ -99,7 +99,7 @@ func TestRequestIsStoredWholeOrNotAtAll(t *testing.T) {
 		}
 		fsys.WritesLeft.Store(writes)
 		err := s.AppendAll(context.Background(), batches)
-		s.crash()
+		crash(s)
 		if err == nil {
 			require.Greater(t, writes, int64(2), "the request took several write calls")
 			break
@@ -161,7 +161,7 @@ func TestCorruptWALStopsStartUp(t *testing.T) {
 			require.NoError(t, s.Flush())
 			appendBatch(t, s, "c", t0)
 			last := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
-			s.crash()
+			crash(s)
 			tt.corrupt(t, first, last)
 
 			opts.Sinks = []Sink{newFakeSink()}
@@ -207,7 +207,7 @@ func TestWALFaultsAreNotAcknowledged(t *testing.T) {
 			require.ErrorIs(t, err, errInjected, "a batch whose WAL write failed is not acknowledged")
 
 			appendBatch(t, s, "after", t0)
-			s.crash() // the replay must see the cut-back segment, not a torn record
+			crash(s) // the replay must see the cut-back segment, not a torn record
 			s = openStore(t, dir, fsys)
 			require.NoError(t, s.Close())
 			assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"after-0", "before-0"}}, messages(t, dir))
@@ -227,7 +227,7 @@ func TestHalfWrittenTempFileIsIgnored(t *testing.T) {
 	require.NoError(t, err)
 
 	appendBatch(t, s, "replayed", t0)
-	s.crash()
+	crash(s)
 	tmp := filepath.Join(dir, systemDirName, tmpDirName, "20261122T095959Z-00000009-abcdef.parquet.tmp")
 	require.NoError(t, os.WriteFile(tmp, data[:len(data)/2], 0o644))
 
@@ -289,7 +289,7 @@ func TestDirSyncFaults(t *testing.T) {
 			assert.ErrorIs(t, err, os.ErrNotExist, "no intent outlives a failed flush")
 			require.NoError(t, s.Flush(), "the next flush works")
 			appendBatch(t, s, "b", t0)
-			s.crash()
+			crash(s)
 
 			s = openStore(t, dir, fsys)
 			appendBatch(t, s, "c", t0)
@@ -307,7 +307,7 @@ func TestIntentNamingMissingFilesReplaysTheWAL(t *testing.T) {
 	s := openStore(t, dir, nil)
 	appendBatch(t, s, "a", t0)
 	last := s.wal.Seq()
-	s.crash()
+	crash(s)
 	in := &flushIntent{LastSeq: last, Files: []publishStep{{
 		Temp:  filepath.Join(dir, systemDirName, tmpDirName, "gone.parquet.tmp"),
 		Final: filepath.Join(dir, "default", "logs", "date=2026-11-22", "hour=9", "gone.parquet"),
@@ -340,7 +340,7 @@ func TestNoCompactionWhileAFlushIsHalfPublished(t *testing.T) {
 	assert.ErrorIs(t, err, errPublishUnfinished)
 	_, err = s.ApplyRetention(t0.Add(time.Hour), Retention{"*/*": time.Minute})
 	assert.ErrorIs(t, err, errPublishUnfinished)
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, fsys)
 	require.NoError(t, s.Close())
@@ -353,7 +353,7 @@ func TestVersion2RecordsAreStillRead(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
 	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
-	s.crash()
+	crash(s)
 	var data []byte
 	for _, name := range []string{"old", "older"} {
 		rec, ipc := storagetest.LogBatch(t, name, t0)
@@ -376,7 +376,7 @@ func TestNanosecondRecordsOfEarlierBuildsReplay(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
 	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
-	s.crash()
+	crash(s)
 	logs, _ := storagetest.LogBatch(t, "old", t0)
 	defer logs.Release()
 	_, cpu, _ := cpuBatchAt(t, 3, false, t0)
@@ -523,7 +523,7 @@ func TestGroupOfRequestsIsReplayedWhole(t *testing.T) {
 	commits, _ := obs.seen()
 	require.Len(t, commits, 2)
 	assert.Equal(t, 6, commits[1].Batches, "the three requests shared one commit")
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())

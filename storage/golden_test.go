@@ -120,7 +120,7 @@ func makeGolden(t *testing.T, dir string) {
 
 	// Rows only in the WAL.
 	appendBatch(t, s, "d", t0)
-	s.crash()
+	crash(s)
 }
 
 // recoverGolden opens dir with the sink "fake", closes it and says what

@@ -92,7 +92,7 @@ func TestNoRequestIsAcknowledgedBeforeItsBytesAreSynced(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
@@ -124,7 +124,7 @@ func TestFailedFsyncFailsEveryRequestOfItsGroup(t *testing.T) {
 		batches := logRequest(t, name)
 		go func() { followers <- s.AppendAll(context.Background(), batches) }()
 	}
-	require.Eventually(t, func() bool { return s.queued() == 3 }, time.Minute, time.Millisecond, "the other requests queue behind it")
+	require.Eventually(t, func() bool { return queued(s) == 3 }, time.Minute, time.Millisecond, "the other requests queue behind it")
 	fsys.FailSyncAt.Store(2)
 	close(fsys.HoldSync)
 	require.NoError(t, <-leader)
@@ -138,7 +138,7 @@ func TestFailedFsyncFailsEveryRequestOfItsGroup(t *testing.T) {
 
 	require.NoError(t, s.Writable(), "a failed fsync that was cut back does not poison the wal")
 	require.NoError(t, s.AppendAll(context.Background(), logRequest(t, "after")))
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
@@ -160,7 +160,7 @@ func TestCloseWaitsForTheGroupSyncing(t *testing.T) {
 	require.Eventually(t, func() bool { return fsys.Syncs.Load() == 1 }, time.Minute, time.Millisecond, "the first request waits in its fsync")
 	follow := logRequest(t, "follower")
 	go func() { errs <- s.AppendAll(context.Background(), follow) }()
-	require.Eventually(t, func() bool { return s.queued() == 1 }, time.Minute, time.Millisecond, "a request queues behind it")
+	require.Eventually(t, func() bool { return queued(s) == 1 }, time.Minute, time.Millisecond, "a request queues behind it")
 
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()

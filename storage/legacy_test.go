@@ -310,7 +310,7 @@ func TestSinkSendsEarlierBuildsRecordsUnderTheirTokens(t *testing.T) {
 	s := openStore(t, dir, nil)
 	seg := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
 	seq := s.wal.Seq()
-	s.crash()
+	crash(s)
 	_, cpu, _ := cpuBatchAt(t, 3, false, t0)
 	defer cpu.Release()
 	ns := schema.TimesIn(cpu, arrow.Nanosecond)

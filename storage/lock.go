@@ -17,28 +17,33 @@ const lockName = "lock"
 // ErrLocked reports a data directory another store has open.
 var ErrLocked = errors.New("data directory is in use by another arcstore")
 
-func lockDir(sysDir string) (*os.File, error) {
+// dirLock is the flock a store holds on its data directory.
+type dirLock struct{ f *os.File }
+
+func lockDir(sysDir string) (dirLock, error) {
 	if err := os.MkdirAll(sysDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", sysDir, err)
+		return dirLock{}, fmt.Errorf("create %s: %w", sysDir, err)
 	}
 	path := filepath.Join(sysDir, lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
+		return dirLock{}, fmt.Errorf("open lock file: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w (%s)", ErrLocked, path)
+			return dirLock{}, fmt.Errorf("%w (%s)", ErrLocked, path)
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return dirLock{}, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return f, nil
+	return dirLock{f}, nil
 }
 
-func (s *Store) unlock() {
-	if s.lock != nil {
-		s.lock.Close()
-		s.lock = nil
+// release lets another store open the directory; once released, it does
+// nothing.
+func (l *dirLock) release() {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
 	}
 }

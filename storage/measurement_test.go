@@ -107,7 +107,7 @@ func TestMeasurementTablesKeepEverySchemaAndRepeatedContent(t *testing.T) {
 	require.NoError(t, s.Append(ctx, NoDedup, "default", narrow, ipc1, rec1))
 
 	// Durable before any flush: a crash and a replay keep all of it.
-	s.crash()
+	crash(s)
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
 

@@ -52,7 +52,7 @@ func TestDeletedPartitionDirIsRecreated(t *testing.T) {
 				return true
 			}
 			require.ErrorIs(t, s.Flush(), errInjected)
-			s.crash()
+			crash(s)
 			fsys.failRename = nil
 			s = openStore(t, dir, fsys)
 			require.NoError(t, s.Close())

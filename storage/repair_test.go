@@ -46,7 +46,7 @@ func TestDamagedRecordInTheLastSegment(t *testing.T) {
 			}
 			path := filepath.Join(s.wal.Dir(), wal.SegmentName(s.wal.Seq()))
 			seq := s.wal.Seq()
-			s.crash()
+			crash(s)
 
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestRepairOfRowsAlreadyStored(t *testing.T) {
 	appendBatch(t, s, "a", t0)
 	appendBatch(t, s, "b", t0)
 	require.NoError(t, s.Flush())
-	s.crash()
+	crash(s)
 	flipByte(t, first, wal.SegmentHeaderSize+5)
 
 	sink = newFakeSink()
@@ -133,7 +133,7 @@ func TestRepairOfRowsAlreadyStored(t *testing.T) {
 	data, err := os.ReadFile(first)
 	require.NoError(t, err)
 	require.NoError(t, s.Flush())
-	s.crash()
+	crash(s)
 	require.NoFileExists(t, first, "removed once in Parquet")
 	data[wal.SegmentHeaderSize+5] ^= 0xff
 	require.NoError(t, os.WriteFile(first, data, 0o644))

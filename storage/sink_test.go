@@ -213,7 +213,7 @@ func testSinkCrashRewrites(t *testing.T) *fakeSink {
 	require.NoError(t, s.Flush())
 	require.Eventually(t, func() bool { return len(sink.messages()) == 3 }, 5*time.Second, 10*time.Millisecond)
 	assert.Positive(t, walSize(t, s), "no cursor, no trim")
-	s.crash()
+	crash(s)
 
 	s = openWithSink(t, dir, nil, sink, Options{})
 	appendBatch(t, s, "c", t0)
@@ -233,7 +233,7 @@ func TestSinkWithoutParquet(t *testing.T) {
 	sink := newFakeSink()
 	s := openWithSink(t, dir, nil, sink, Options{NoParquet: true})
 	appendBatch(t, s, "a", t0)
-	s.crash()
+	crash(s)
 	s = openWithSink(t, dir, nil, sink, Options{NoParquet: true})
 	appendBatch(t, s, "b", t0)
 	require.NoError(t, s.Close())
@@ -411,7 +411,7 @@ func TestParquetOffAndOnAgain(t *testing.T) {
 	sink := newFakeSink()
 	s := openWithSink(t, dir, nil, sink, Options{})
 	appendBatch(t, s, "a", t0)
-	s.crash() // "a" is in the WAL only
+	crash(s) // "a" is in the WAL only
 
 	s = openWithSink(t, dir, nil, sink, Options{NoParquet: true})
 	appendBatch(t, s, "b", t0)

@@ -138,13 +138,12 @@ type Store struct {
 	compactMu sync.Mutex // guard's Maint
 	compactor *compact.Compactor
 	retention *retention
-	lock      *os.File
+	lock      dirLock
 
 	sinks      *sinkSet
 	trimMu     sync.Mutex
 	trimmed    uint64 // segments through this one are gone; under trimMu
 	recovering bool
-	repaired   walRepair // what the WAL repair at start-up dropped
 }
 
 type appendReq struct {
@@ -185,7 +184,8 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
 	s.compactor = compact.New(compactConfig(s))
-	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName)}
+	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName), fs: s.fs, log: s.log, repair: opts.WALRepair,
+		lost: func(seq uint64) bool { return !opts.NoParquet && seq > s.flusher.done() || seq > s.sinks.low() }}
 	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
 	s.commit = newCommitter(opts, s.wal, s.dedup, s.sinks, s.quit)
 	s.flusher = newFlusher(opts, s.sysDir, s.commit.rotates, s.quit)
@@ -204,7 +204,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	if err := s.recover(); err != nil {
 		s.commit.abandon()
-		s.unlock()
+		s.lock.release()
 		return nil, err
 	}
 	s.wg.Add(2)
@@ -322,7 +322,7 @@ func (s *Store) recover() error {
 		return err
 	}
 	replayed := 0
-	counted, err := wal.Replay(s.walOptions(), seqs, func(seq uint64, _ int64, payload []byte) error {
+	counted, err := wal.Replay(s.wal.options(), seqs, func(seq uint64, _ int64, payload []byte) error {
 		entries, err := decodePayload(payload)
 		if err != nil {
 			return err
@@ -354,7 +354,7 @@ func (s *Store) recover() error {
 	if err := s.sinks.placeFresh(seqs, last); err != nil {
 		return err
 	}
-	opts := s.walOptions()
+	opts := s.wal.options()
 	opts.Counted = counted
 	w, err := wal.Open(opts, last+1)
 	if err != nil {
@@ -502,7 +502,7 @@ func (s *Store) Close() error {
 	if cerr := s.wal.Close(); err == nil {
 		err = cerr
 	}
-	s.unlock()
+	s.lock.release()
 	return err
 }
 

@@ -50,7 +50,7 @@ func openStore(t *testing.T, dir string, fsys FS) *Store {
 
 // crash stops the store the way kill -9 would: no flush, nothing closed
 // cleanly, buffered rows abandoned.
-func (s *Store) crash() {
+func crash(s *Store) {
 	s.commit.closing.Store(true)
 	close(s.quit)
 	s.sinks.abandon()
@@ -58,11 +58,11 @@ func (s *Store) crash() {
 	s.wal.Abandon()
 	s.commit.abandon()
 	s.flusher.abandon()
-	s.unlock()
+	s.lock.release()
 }
 
 // queued is how many requests wait for the next group commit.
-func (s *Store) queued() int { return len(s.commit.appends) }
+func queued(s *Store) int { return len(s.commit.appends) }
 
 // messages reads every Parquet file under dir/default/logs and returns the
 // messages by partition directory.
@@ -112,7 +112,7 @@ func TestCrashReplaysAcknowledgedRowsOnce(t *testing.T) {
 	appendBatch(t, s, "flushed", t0)
 	require.NoError(t, s.Flush())
 	appendBatch(t, s, "buffered", t0)
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
@@ -152,7 +152,7 @@ func TestCrashInRecycledSegmentReplaysAcknowledgedRowsOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, os.SameFile(before, reused), "the open segment is the first one's file, recycled")
 	add("d")
-	s.crash()
+	crash(s)
 
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
@@ -164,7 +164,7 @@ func TestTornWALTailIsTruncated(t *testing.T) {
 	s := openStore(t, dir, nil)
 	appendBatch(t, s, "kept", t0)
 	seg := filepath.Join(s.wal.dir, wal.SegmentName(s.wal.Seq()))
-	s.crash()
+	crash(s)
 	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, 5}) // a header promising 200 bytes, then 1
@@ -213,7 +213,7 @@ func TestCrashDuringPublishIsFinishedOnRestart(t *testing.T) {
 		return renames > 1
 	}
 	require.ErrorIs(t, s.Flush(), errInjected)
-	s.crash()
+	crash(s)
 
 	fsys.failRename = nil
 	s = openStore(t, dir, fsys)
@@ -506,12 +506,12 @@ func TestRetriedBatchIsStoredOnce(t *testing.T) {
 	s := openStore(t, dir, nil)
 	put(s)
 	put(s) // retry while still buffered
-	s.crash()
+	crash(s)
 	s = openStore(t, dir, nil)
 	put(s) // retry after replay
 	require.NoError(t, s.Flush())
 	put(s) // retry after the WAL segment is gone
-	s.crash()
+	crash(s)
 	s = openStore(t, dir, nil)
 	put(s) // retry after a restart with nothing left to replay
 	require.NoError(t, s.Close())
@@ -569,7 +569,7 @@ func TestDedupWindowCountsRunningTime(t *testing.T) {
 	clock.advance(10 * time.Minute)
 	put(s)
 	require.NoError(t, s.Flush()) // the ID is saved with its running time, the segment goes
-	s.crash()
+	crash(s)
 
 	clock.advance(3 * time.Hour) // down
 	s = open()
@@ -644,7 +644,7 @@ func TestBatchStoredBeforeTheUpgradeIsKnown(t *testing.T) {
 			if tc.flush {
 				require.NoError(t, s.Flush())
 			}
-			s.crash()
+			crash(s)
 
 			s = openStore(t, dir, nil)
 			require.True(t, s.LegacyBatchIDs(), "the earlier version's ID is remembered")

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,14 +34,22 @@ const (
 // tests can make a request span several write calls.
 var walMaxWrite = wal.DefaultMaxWrite
 
-// walState is the Store's WAL and where it lives.
+// walState is the Store's WAL, where it lives, and what a repair at
+// start-up dropped.
 type walState struct {
 	*wal.WAL
-	dir string
+	dir    string
+	fs     FS
+	log    *slog.Logger
+	repair bool // Options.WALRepair
+	// lost reports whether some consumer did not have segment seq yet: a
+	// damaged record of it that a repair drops is lost.
+	lost     func(seq uint64) bool
+	repaired walRepair
 }
 
-func (s *Store) walOptions() wal.Options {
-	return wal.Options{FS: s.fs, Dir: s.wal.dir, Logger: s.log, MaxWrite: walMaxWrite, Repair: s.opts.WALRepair, Dropped: s.walDropped}
+func (w *walState) options() wal.Options {
+	return wal.Options{FS: w.fs, Dir: w.dir, Logger: w.log, MaxWrite: walMaxWrite, Repair: w.repair, Dropped: w.dropped}
 }
 
 // walRepair is what a repair at start-up dropped that some consumer did
@@ -60,24 +69,24 @@ type DroppedRows struct {
 // (Options.WALRepair) dropped before every consumer had them, and the
 // rows of those whose payload could still be read, by table.
 func (s *Store) WALRepaired() (records int, rows []DroppedRows) {
-	for k, n := range s.repaired.rows {
+	for k, n := range s.wal.repaired.rows {
 		rows = append(rows, DroppedRows{Database: k[0], Table: k[1], Rows: n})
 	}
-	return s.repaired.records, rows
+	return s.wal.repaired.records, rows
 }
 
-// walDropped is told each damaged record a repair drops and returns how
+// dropped is told each damaged record a repair drops and returns how
 // many rows it held (-1 when its payload cannot be read: the damage hit
 // its batches' framing). The damage is often in the frame alone (its
 // length or checksum) or in a column's values, so the names and row
 // counts usually still read; rows already in Parquet and in every sink are
 // not lost.
-func (s *Store) walDropped(d wal.Dropped) int64 {
-	lost := !s.opts.NoParquet && d.Seq > s.flusher.done() || d.Seq > s.sinks.low()
+func (w *walState) dropped(d wal.Dropped) int64 {
+	lost := w.lost(d.Seq)
 	if lost {
-		s.repaired.records++
+		w.repaired.records++
 	} else {
-		s.log.Info("the damaged wal record was stored by every consumer before: nothing is lost", "segment", d.Segment, "offset", d.Offset)
+		w.log.Info("the damaged wal record was stored by every consumer before: nothing is lost", "segment", d.Segment, "offset", d.Offset)
 	}
 	entries, err := decodePayload(d.Payload)
 	if err != nil {
@@ -94,11 +103,11 @@ func (s *Store) walDropped(d wal.Dropped) int64 {
 		rows += n
 	}
 	if lost {
-		if s.repaired.rows == nil {
-			s.repaired.rows = map[[2]string]int64{}
+		if w.repaired.rows == nil {
+			w.repaired.rows = map[[2]string]int64{}
 		}
 		for i, e := range entries {
-			s.repaired.rows[[2]string{e.database, e.table}] += counts[i]
+			w.repaired.rows[[2]string{e.database, e.table}] += counts[i]
 		}
 	}
 	return rows
