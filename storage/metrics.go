@@ -1,9 +1,7 @@
 package storage
 
 import (
-	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -56,6 +54,17 @@ type FlushedFile struct {
 	Rows, Bytes     int64
 }
 
+// SinkWritten is one Write of a sink, for metrics.
+type SinkWritten struct {
+	Sink, Database, Table string
+	Rows                  int64
+	Duration              time.Duration
+	Err                   error
+	// DeadLetter is the file that keeps rows the sink refused (Err wraps
+	// ErrRejected) when no other storage has them; empty otherwise.
+	DeadLetter string
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Committed(Commit)       {}
@@ -64,39 +73,6 @@ func (nopObserver) Compacted(CompactStats) {}
 func (nopObserver) Retired(int)            {}
 func (nopObserver) SinkWrote(SinkWritten)  {}
 func (nopObserver) Deduplicated(Duplicate) {}
-
-// MaxWALBytes is the configured ceiling of the WAL on disk.
-func (s *Store) MaxWALBytes() int64 { return s.opts.MaxWALBytes }
-
-// MaxBufferBytes is the configured ceiling of buffered bytes.
-func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }
-
-// WALStats returns the number of WAL segments and the bytes of their
-// records (recycled segment files hold more on disk: see wal.WAL.Bytes).
-func (s *Store) WALStats() (segments int, bytes int64, err error) {
-	entries, err := s.fs.ReadDir(s.wal.dir)
-	if err != nil {
-		return 0, 0, fmt.Errorf("list wal: %w", err)
-	}
-	w := s.wal.WAL
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), segmentExt) {
-			continue
-		}
-		segments++
-		if w != nil {
-			continue
-		}
-		// Before the WAL opens, the files are all there is to count.
-		if info, err := e.Info(); err == nil {
-			bytes += info.Size()
-		}
-	}
-	if w != nil {
-		bytes = w.Bytes()
-	}
-	return segments, bytes, nil
-}
 
 // countingWriter counts what reaches a file.
 type countingWriter struct {

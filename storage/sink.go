@@ -60,17 +60,6 @@ type SinkWrite struct {
 // ErrRejected marks a sink error that no retry can fix.
 var ErrRejected = errors.New("sink refuses these rows")
 
-// SinkWritten is one Write of a sink, for metrics.
-type SinkWritten struct {
-	Sink, Database, Table string
-	Rows                  int64
-	Duration              time.Duration
-	Err                   error
-	// DeadLetter is the file that keeps rows the sink refused (Err wraps
-	// ErrRejected) when no other storage has them; empty otherwise.
-	DeadLetter string
-}
-
 // Layout of sink state under the system directory.
 const (
 	sinksDirName   = layout.SinksDirName

@@ -515,6 +515,16 @@ func (s *Store) BufferWaited() time.Duration { return time.Duration(s.commit.wai
 // Ready reports whether the store accepts batches.
 func (s *Store) Ready() bool { return !s.commit.closing.Load() }
 
+// MaxWALBytes is the configured ceiling of the WAL on disk.
+func (s *Store) MaxWALBytes() int64 { return s.opts.MaxWALBytes }
+
+// MaxBufferBytes is the configured ceiling of buffered bytes.
+func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }
+
+// WALStats returns the number of WAL segments and the bytes of their
+// records (recycled segment files hold more on disk: see wal.WAL.Bytes).
+func (s *Store) WALStats() (segments int, bytes int64, err error) { return s.wal.stats() }
+
 // Writable checks that the store takes writes: its WAL is not poisoned by
 // a failed write it could not undo, and the data directory takes a new
 // file.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -50,6 +51,31 @@ type walState struct {
 
 func (w *walState) options() wal.Options {
 	return wal.Options{FS: w.fs, Dir: w.dir, Logger: w.log, MaxWrite: walMaxWrite, Repair: w.repair, Dropped: w.dropped}
+}
+
+// stats returns the number of segments and the bytes of their records.
+func (w *walState) stats() (segments int, bytes int64, err error) {
+	entries, err := w.fs.ReadDir(w.dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("list wal: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), segmentExt) {
+			continue
+		}
+		segments++
+		if w.WAL != nil {
+			continue
+		}
+		// Before the WAL opens, the files are all there is to count.
+		if info, err := e.Info(); err == nil {
+			bytes += info.Size()
+		}
+	}
+	if w.WAL != nil {
+		bytes = w.Bytes()
+	}
+	return segments, bytes, nil
 }
 
 // walRepair is what a repair at start-up dropped that some consumer did
