@@ -369,6 +369,36 @@ func (s *Store) recover() error {
 	return nil
 }
 
+// trimPoint is the last segment every consumer has, including those this
+// start does not run.
+func (s *Store) trimPoint() uint64 {
+	p := s.sinks.low()
+	if !s.opts.NoParquet {
+		p = min(p, s.flusher.done())
+	}
+	return min(p, s.sinks.closed())
+}
+
+// trimWAL drops the segments through seq. The batch IDs they carry are
+// saved first, so that a retry of one of their batches is still known.
+func (s *Store) trimWAL(through uint64) error {
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	// While recovering, the IDs of the segments are not all read yet;
+	// recovery trims once at its end.
+	if s.recovering || through <= s.trimmed {
+		return nil
+	}
+	if err := s.dedup.save(s.fs, s.sysDir); err != nil {
+		return err
+	}
+	if err := s.wal.RemoveThrough(through); err != nil {
+		return err
+	}
+	s.trimmed = through
+	return nil
+}
+
 // Append makes a validated record batch durable: when it returns nil the
 // batch is in the fsynced WAL and will be in Parquet exactly once, whatever
 // crashes later. ipc is the batch's Arrow IPC stream, rec its decoded form;
@@ -515,6 +545,16 @@ func (s *Store) BufferWaited() time.Duration { return time.Duration(s.commit.wai
 // Ready reports whether the store accepts batches.
 func (s *Store) Ready() bool { return !s.commit.closing.Load() }
 
+// WALRepaired returns how many damaged WAL records the repair at start-up
+// (Options.WALRepair) dropped before every consumer had them, and the
+// rows of those whose payload could still be read, by table.
+func (s *Store) WALRepaired() (records int, rows []DroppedRows) {
+	for k, n := range s.wal.repaired.rows {
+		rows = append(rows, DroppedRows{Database: k[0], Table: k[1], Rows: n})
+	}
+	return s.wal.repaired.records, rows
+}
+
 // MaxWALBytes is the configured ceiling of the WAL on disk.
 func (s *Store) MaxWALBytes() int64 { return s.opts.MaxWALBytes }
 
@@ -540,3 +580,9 @@ func (s *Store) Writable() error {
 	f.Close()
 	return s.fs.Remove(p)
 }
+
+// SinkLag returns how many closed WAL segments a sink has not stored yet.
+func (s *Store) SinkLag(name string) int64 { return s.sinks.lag(name) }
+
+// SinkNames lists the configured sinks.
+func (s *Store) SinkNames() []string { return s.sinks.names() }
