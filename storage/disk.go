@@ -43,16 +43,6 @@ func StatfsFree(dir string) (int64, error) {
 	return int64(st.Bavail) * st.Bsize, nil
 }
 
-// FreeDisk returns the free bytes on the data directory's file system.
-func (s *Store) FreeDisk() (int64, error) { return s.opts.DiskFree(s.dir) }
-
-// MinFreeDisk is the configured floor of free space; negative: none.
-func (s *Store) MinFreeDisk() int64 { return s.opts.MinFreeDisk }
-
-// DiskRoom returns why writes are refused for want of disk space (an
-// ErrDiskLow), or nil. /ready reports it.
-func (s *Store) DiskRoom() error { return s.commit.disk.check(0) }
-
 // diskFloor is the free space kept for flushes on the data directory's
 // file system.
 type diskFloor struct {

@@ -565,6 +565,16 @@ func (s *Store) MaxBufferBytes() int64 { return s.opts.MaxBufferBytes }
 // records (recycled segment files hold more on disk: see wal.WAL.Bytes).
 func (s *Store) WALStats() (segments int, bytes int64, err error) { return s.wal.stats() }
 
+// FreeDisk returns the free bytes on the data directory's file system.
+func (s *Store) FreeDisk() (int64, error) { return s.opts.DiskFree(s.dir) }
+
+// MinFreeDisk is the configured floor of free space; negative: none.
+func (s *Store) MinFreeDisk() int64 { return s.opts.MinFreeDisk }
+
+// DiskRoom returns why writes are refused for want of disk space (an
+// ErrDiskLow), or nil. /ready reports it.
+func (s *Store) DiskRoom() error { return s.commit.disk.check(0) }
+
 // Writable checks that the store takes writes: its WAL is not poisoned by
 // a failed write it could not undo, and the data directory takes a new
 // file.
