@@ -21,7 +21,7 @@ func compactConfig(s *Store) compact.Config {
 		Compression:  s.opts.Compression,
 		RowGroupRows: s.opts.RowGroupRows,
 		Sort:         s.opts.CompactSort,
-		Guard:        guard{s},
+		Guard:        s.guard,
 		Report:       s.opts.Observer.Compacted,
 	}
 }

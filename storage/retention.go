@@ -84,7 +84,7 @@ type retention struct {
 
 // newRetention is the retention of s's directory.
 func newRetention(s *Store) *retention {
-	return &retention{fs: s.fs, dir: s.dir, sysDir: s.sysDir, log: s.log, guard: guard{s},
+	return &retention{fs: s.fs, dir: s.dir, sysDir: s.sysDir, log: s.log, guard: s.guard,
 		forget: s.flusher.forgetDir, retired: s.opts.Observer.Retired}
 }
 

@@ -136,6 +136,7 @@ type Store struct {
 	flusher *flusher
 
 	compactMu sync.Mutex // guard's Maint
+	guard     guard
 	compactor *compact.Compactor
 	retention *retention
 	lock      dirLock
@@ -183,6 +184,7 @@ func Open(opts Options) (*Store, error) {
 		dedup:  newDedup(opts.DedupWindow, opts.Clock),
 	}
 	s.tmpDir = filepath.Join(s.sysDir, tmpDirName)
+	s.guard = guard{maint: &s.compactMu, tree: &s.flushMu, unfinished: func() error { return s.flusher.unfinished() }}
 	s.compactor = compact.New(compactConfig(s))
 	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName), fs: s.fs, log: s.log, repair: opts.WALRepair,
 		lost: func(seq uint64) bool { return !opts.NoParquet && seq > s.flusher.done() || seq > s.sinks.low() }}
