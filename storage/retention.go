@@ -82,20 +82,6 @@ type retention struct {
 	retired     func(n int)      // Observer.Retired
 }
 
-// newRetention is the retention of s's directory.
-func newRetention(s *Store) *retention {
-	return &retention{fs: s.fs, dir: s.dir, sysDir: s.sysDir, log: s.log, guard: s.guard,
-		forget: s.flusher.forgetDir, retired: s.opts.Observer.Retired}
-}
-
-// ApplyRetention deletes every partition whose hour ended longer ago than
-// its table's retention, and returns how many it deleted. It runs under the
-// compaction and flush locks, so it never races a compaction's swap or a
-// flush's publish.
-func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
-	return s.retention.apply(now, r)
-}
-
 // recover deletes what a crash left in the trash.
 func (rt *retention) recover() error {
 	return layout.EmptyTrash(rt.fs, filepath.Join(rt.sysDir, trashDirName))

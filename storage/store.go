@@ -226,6 +226,28 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
+// compactConfig is the compactor of s's directory and options; its runs
+// are reported to the Observer on the goroutine that ran them.
+func compactConfig(s *Store) compact.Config {
+	return compact.Config{
+		FS:           s.fs,
+		DataDir:      s.dir,
+		Logger:       s.log,
+		Mem:          s.mem,
+		Compression:  s.opts.Compression,
+		RowGroupRows: s.opts.RowGroupRows,
+		Sort:         s.opts.CompactSort,
+		Guard:        s.guard,
+		Report:       s.opts.Observer.Compacted,
+	}
+}
+
+// newRetention is the retention of s's directory.
+func newRetention(s *Store) *retention {
+	return &retention{fs: s.fs, dir: s.dir, sysDir: s.sysDir, log: s.log, guard: s.guard,
+		forget: s.flusher.forgetDir, retired: s.opts.Observer.Retired}
+}
+
 func withDefaults(o Options) Options {
 	if o.DataDir == "" {
 		o.DataDir = "data"
@@ -502,6 +524,23 @@ func (s *Store) maintainLoop() {
 			s.log.Error("compaction failed; the partition keeps its files", "error", err)
 		}
 	}
+}
+
+// ApplyRetention deletes every partition whose hour ended longer ago than
+// its table's retention, and returns how many it deleted. It runs under the
+// compaction and flush locks, so it never races a compaction's swap or a
+// flush's publish.
+func (s *Store) ApplyRetention(now time.Time, r Retention) (int, error) {
+	return s.retention.apply(now, r)
+}
+
+// Compact merges the files of every partition whose hour ended at least
+// minAge ago, and rewrites the files of earlier builds (nanosecond
+// timestamps, schema.StoredParquet) in any partition, so that every engine
+// reads the whole tree. Flushes wait while a partition is swapped, not
+// while it is merged.
+func (s *Store) Compact(ctx context.Context, minAge time.Duration) (CompactStats, error) {
+	return s.compactor.Run(ctx, minAge)
 }
 
 // Flush writes every buffered row to Parquet.
