@@ -199,7 +199,7 @@ func (c *committer) appendAll(ctx context.Context, batches []Batch, size int64) 
 	reqs := make([]*appendReq, 0, len(batches))
 	for i := range batches {
 		b := &batches[i]
-		if c.dedup.stored(b) {
+		if c.dedup.stored(b.ID, b.LegacyID) {
 			b.Deduplicated = true
 			c.deduplicated(b.Database, b.Table, b.Rec)
 			continue
@@ -286,7 +286,7 @@ func (c *committer) commitGroup() {
 		ends = append(ends, len(c.scratch))
 		var n uint32
 		for _, r := range head.batches() {
-			if r.dup = r.id != NoDedup && (inGroup[r.id] || c.dedup.stored(r.batch)); r.dup {
+			if r.dup = r.id != NoDedup && (inGroup[r.id] || c.dedup.stored(r.batch.ID, r.batch.LegacyID)); r.dup {
 				c.deduplicated(r.database, r.table, r.rec)
 				continue
 			}

@@ -227,17 +227,12 @@ func (d *dedup) load(fsys FS, sys string) error {
 	return d.decode(data)
 }
 
-// LegacyBatchIDs reports whether the store still remembers batch IDs that
-// an earlier version made (LegacyBatchID): until they leave the dedup
-// window, a receiver sets Batch.LegacyID so that a retry of a batch stored
-// before an upgrade is still known.
-func (s *Store) LegacyBatchIDs() bool { return s.dedup.hasLegacy() }
-
 // stored reports whether a batch is a copy of one stored within the
-// dedup window, under its ID or the ID an earlier version gave it.
-func (d *dedup) stored(b *Batch) bool {
-	if b.ID == NoDedup {
+// dedup window, under its ID or the ID an earlier version gave it
+// (legacy).
+func (d *dedup) stored(id, legacy BatchID) bool {
+	if id == NoDedup {
 		return false
 	}
-	return d.has(b.ID) || b.LegacyID != NoDedup && d.has(b.LegacyID)
+	return d.has(id) || legacy != NoDedup && d.has(legacy)
 }

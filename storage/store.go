@@ -577,6 +577,12 @@ func (s *Store) Close() error {
 	return err
 }
 
+// LegacyBatchIDs reports whether the store still remembers batch IDs that
+// an earlier version made (LegacyBatchID): until they leave the dedup
+// window, a receiver sets Batch.LegacyID so that a retry of a batch stored
+// before an upgrade is still known.
+func (s *Store) LegacyBatchIDs() bool { return s.dedup.hasLegacy() }
+
 // Buffered returns the bytes of acknowledged batches not yet in Parquet.
 func (s *Store) Buffered() int64 { return s.commit.buffered.Load() }
 
