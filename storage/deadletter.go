@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // deadLetterDirName holds, per sink, the rows a sink refused for good
@@ -20,18 +22,18 @@ const (
 	deadLetterExt     = ".arrow"
 )
 
-func (k *sinkSet) deadLetterPath(sink string, seq uint64, g *sinkGroup, variant uint64, chunk int) string {
-	name := fmt.Sprintf("%020d-%s-%s-%x-%d%s", seq, g.database, g.table, variant, chunk, deadLetterExt)
-	return filepath.Join(k.sysDir, deadLetterDirName, sink, name)
+func deadLetterPath(sysDir, sink string, seq uint64, database, table string, variant uint64, chunk int) string {
+	name := fmt.Sprintf("%020d-%s-%s-%x-%d%s", seq, database, table, variant, chunk, deadLetterExt)
+	return filepath.Join(sysDir, deadLetterDirName, sink, name)
 }
 
 // deadLetter keeps the rows of a refused write durably (temp file, fsync,
 // rename, fsync of the directory) before their WAL segment may go. An
 // error leaves the segment in the WAL and the write is retried.
-func (k *sinkSet) deadLetter(path string, w SinkWrite) error {
+func deadLetter(fsys FS, mem memory.Allocator, path string, records []arrow.RecordBatch) error {
 	var buf bytes.Buffer
-	iw := ipc.NewWriter(&buf, ipc.WithSchema(w.Records[0].Schema()), ipc.WithAllocator(k.mem))
-	for _, rec := range w.Records {
+	iw := ipc.NewWriter(&buf, ipc.WithSchema(records[0].Schema()), ipc.WithAllocator(mem))
+	for _, rec := range records {
 		if err := iw.Write(rec); err != nil {
 			return fmt.Errorf("encode dead-letter rows: %w", err)
 		}
@@ -39,10 +41,10 @@ func (k *sinkSet) deadLetter(path string, w SinkWrite) error {
 	if err := iw.Close(); err != nil {
 		return fmt.Errorf("encode dead-letter rows: %w", err)
 	}
-	if err := k.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create dead-letter dir: %w", err)
 	}
-	if err := writeFileAtomic(k.fs, path, buf.Bytes()); err != nil {
+	if err := writeFileAtomic(fsys, path, buf.Bytes()); err != nil {
 		return fmt.Errorf("write dead-letter file: %w", err)
 	}
 	return nil

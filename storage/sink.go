@@ -607,8 +607,8 @@ func (k *sinkSet) writeChunk(ctx context.Context, r *sinkRunner, seq uint64, g *
 		return nil
 	}
 	// The sinks are the only storage: the rows must outlive their segment.
-	path := k.deadLetterPath(r.sink.Name(), seq, g, t.variant, chunk)
-	if derr := k.deadLetter(path, w); derr != nil {
+	path := deadLetterPath(k.sysDir, r.sink.Name(), seq, g.database, g.table, t.variant, chunk)
+	if derr := deadLetter(k.fs, k.mem, path, w.Records); derr != nil {
 		k.obs.SinkWrote(written)
 		return fmt.Errorf("sink refuses rows and keeping them failed: %w", derr)
 	}
