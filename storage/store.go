@@ -104,16 +104,9 @@ const (
 	DefaultBufferWait  = 2 * time.Second
 	DefaultMaxWALBytes = 4 << 30
 	defaultSinkDrain   = 10 * time.Second
-	maxGroup           = 256
 	// maxBatchHeader bounds what a batch adds to its record besides its
 	// IPC stream (names of at most 64 bytes, ID, lengths).
 	maxBatchHeader = 256
-)
-
-// Errors Append returns that a client should retry.
-var (
-	ErrBackpressure = errors.New("sidecar buffer is full; retry later")
-	ErrClosed       = errors.New("sidecar is shutting down")
 )
 
 // Store is the durable storage engine of the sidecar.
@@ -146,22 +139,6 @@ type Store struct {
 	trimmed    uint64 // segments through this one are gone; under trimMu
 	recovering bool
 }
-
-type appendReq struct {
-	id       BatchID
-	dup      bool   // a copy of a stored batch: acknowledged, not written
-	batch    *Batch // the caller's, told whether it was a copy
-	database string
-	table    *Table
-	ipc      []byte
-	rec      arrow.RecordBatch
-	done     chan error
-	// request is, on a request's first batch, every batch of it (itself
-	// first): they go to the WAL as one record.
-	request []*appendReq
-}
-
-func (r *appendReq) batches() []*appendReq { return r.request }
 
 // Open recovers the data directory (finishing an interrupted flush and
 // replaying the WAL) and starts the store.
@@ -433,23 +410,6 @@ func (s *Store) trimWAL(through uint64) error {
 // NoDedup turns that off, for protocols where equal content is a new write.
 func (s *Store) Append(ctx context.Context, id BatchID, database string, t *Table, ipc []byte, rec arrow.RecordBatch) error {
 	return s.AppendAll(ctx, []Batch{{ID: id, Database: database, Table: t, IPC: ipc, Rec: rec}})
-}
-
-// Batch is one record batch of AppendAll.
-type Batch struct {
-	ID       BatchID
-	Database string
-	Table    *Table
-	IPC      []byte
-	Rec      arrow.RecordBatch
-	// LegacyID is the ID an earlier version gave the batch
-	// (LegacyBatchID), set while Store.LegacyBatchIDs reports such IDs:
-	// the batch is also a copy when that ID was stored. It is not
-	// remembered.
-	LegacyID BatchID
-	// Deduplicated is set by AppendAll when the batch was acknowledged
-	// without a second copy: it was byte-identical to one already stored.
-	Deduplicated bool
 }
 
 // AppendAll makes several batches durable together: they share one WAL
