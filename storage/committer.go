@@ -58,17 +58,33 @@ type committer struct {
 	closeMu sync.RWMutex // Append holds it shared so Close can wait them out
 }
 
-func newCommitter(opts Options, w *walState, d *dedup, sinks *sinkSet, quit <-chan struct{}) *committer {
+// committerConfig is the part of Options the committer reads; the Store
+// builds it (committerConfigOf).
+type committerConfig struct {
+	Logger         *slog.Logger
+	Allocator      memory.Allocator
+	Observer       Observer
+	NoParquet      bool
+	FlushBytes     int64
+	MaxBufferBytes int64
+	MaxWALBytes    int64
+	BufferWait     time.Duration
+	DataDir        string
+	MinFreeDisk    int64
+	DiskFree       DiskFree
+}
+
+func newCommitter(cfg committerConfig, w *walState, d *dedup, sinks *sinkSet, quit <-chan struct{}) *committer {
 	return &committer{
-		log:        opts.Logger,
-		mem:        opts.Allocator,
-		obs:        opts.Observer,
-		noParquet:  opts.NoParquet,
-		flushBytes: opts.FlushBytes,
-		maxBuffer:  opts.MaxBufferBytes,
-		maxWAL:     opts.MaxWALBytes,
-		bufferWait: opts.BufferWait,
-		disk:       diskFloor{free: opts.DiskFree, dir: opts.DataDir, min: opts.MinFreeDisk},
+		log:        cfg.Logger,
+		mem:        cfg.Allocator,
+		obs:        cfg.Observer,
+		noParquet:  cfg.NoParquet,
+		flushBytes: cfg.FlushBytes,
+		maxBuffer:  cfg.MaxBufferBytes,
+		maxWAL:     cfg.MaxWALBytes,
+		bufferWait: cfg.BufferWait,
+		disk:       diskFloor{free: cfg.DiskFree, dir: cfg.DataDir, min: cfg.MinFreeDisk},
 		wal:        w,
 		dedup:      d,
 		sinks:      sinks,

@@ -34,9 +34,9 @@ func newCommitterRig(t *testing.T, opts Options) *committerRig {
 	w, err := wal.Open(wal.Options{FS: OSFS{}, Dir: g.dir, Logger: quiet}, 1)
 	require.NoError(t, err)
 	sys := filepath.Join(dir, systemDirName)
-	sinks := newSinkSet(opts, sys, g.dir, g.quit, func() error { return nil })
-	g.c = newCommitter(opts, &walState{WAL: w, dir: g.dir}, newDedup(opts.DedupWindow, opts.Clock), sinks, g.quit)
-	g.c.flusher = newFlusher(opts, sys, g.c.rotates, g.quit)
+	sinks := newSinkSet(sinkConfigOf(opts), sys, g.dir, g.quit, func() error { return nil })
+	g.c = newCommitter(committerConfigOf(opts), &walState{WAL: w, dir: g.dir}, newDedup(opts.DedupWindow, opts.Clock), sinks, g.quit)
+	g.c.flusher = newFlusher(flusherConfigOf(opts), sys, g.c.rotates, g.quit)
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()

@@ -53,18 +53,30 @@ type flusher struct {
 	parquetFresh bool          // Parquet is new to a directory that had only sinks
 }
 
-func newFlusher(opts Options, sysDir string, rotates chan<- chan *generation, quit <-chan struct{}) *flusher {
+// flusherConfig is the part of Options the flusher reads; the Store
+// builds it (flusherConfigOf).
+type flusherConfig struct {
+	FS            FS
+	Logger        *slog.Logger
+	Compression   string
+	RowGroupRows  int64
+	NoParquet     bool
+	FlushInterval time.Duration
+	DataDir       string
+}
+
+func newFlusher(cfg flusherConfig, sysDir string, rotates chan<- chan *generation, quit <-chan struct{}) *flusher {
 	return &flusher{
-		fs:           opts.FS,
-		log:          opts.Logger,
-		compression:  opts.Compression,
-		rowGroupRows: opts.RowGroupRows,
-		noParquet:    opts.NoParquet,
-		interval:     opts.FlushInterval,
-		dir:          opts.DataDir,
+		fs:           cfg.FS,
+		log:          cfg.Logger,
+		compression:  cfg.Compression,
+		rowGroupRows: cfg.RowGroupRows,
+		noParquet:    cfg.NoParquet,
+		interval:     cfg.FlushInterval,
+		dir:          cfg.DataDir,
 		sysDir:       sysDir,
 		tmpDir:       filepath.Join(sysDir, tmpDirName),
-		cursors:      cursorDir{fs: opts.FS, dir: filepath.Join(sysDir, sinksDirName)},
+		cursors:      cursorDir{fs: cfg.FS, dir: filepath.Join(sysDir, sinksDirName)},
 		rotates:      rotates,
 		quit:         quit,
 		trigger:      make(chan struct{}, 1),

@@ -31,7 +31,7 @@ func newFlusherRig(t *testing.T, dir string, fsys FS) *flusherRig {
 		require.NoError(t, os.MkdirAll(filepath.Join(sys, d), 0o755))
 	}
 	opts := withDefaults(Options{DataDir: g.dir, Logger: quiet, FS: fsys})
-	g.fl = newFlusher(opts, sys, g.rotates, make(chan struct{}))
+	g.fl = newFlusher(flusherConfigOf(opts), sys, g.rotates, make(chan struct{}))
 	g.fl.published = func(seq uint64) error {
 		_, err := os.Stat(filepath.Join(sys, intentName))
 		g.published = append(g.published, seq)

@@ -109,24 +109,36 @@ type sinkSet struct {
 	wg            sync.WaitGroup
 }
 
+// sinkConfig is the part of Options the sinkSet reads; the Store builds
+// it (sinkConfigOf).
+type sinkConfig struct {
+	FS               FS
+	Logger           *slog.Logger
+	Allocator        memory.Allocator
+	Observer         Observer
+	NoParquet        bool
+	SinkDrainTimeout time.Duration
+	Sinks            []Sink
+}
+
 // newSinkSet builds the set; load reads its state, start runs it.
-func newSinkSet(opts Options, sysDir, walDir string, quit <-chan struct{}, trim func() error) *sinkSet {
+func newSinkSet(cfg sinkConfig, sysDir, walDir string, quit <-chan struct{}, trim func() error) *sinkSet {
 	k := &sinkSet{
-		fs:           opts.FS,
-		log:          opts.Logger,
-		mem:          opts.Allocator,
-		obs:          opts.Observer,
-		noParquet:    opts.NoParquet,
-		drainTimeout: opts.SinkDrainTimeout,
+		fs:           cfg.FS,
+		log:          cfg.Logger,
+		mem:          cfg.Allocator,
+		obs:          cfg.Observer,
+		noParquet:    cfg.NoParquet,
+		drainTimeout: cfg.SinkDrainTimeout,
 		sysDir:       sysDir,
 		walDir:       walDir,
-		cursors:      cursorDir{fs: opts.FS, dir: filepath.Join(sysDir, sinksDirName)},
+		cursors:      cursorDir{fs: cfg.FS, dir: filepath.Join(sysDir, sinksDirName)},
 		trim:         trim,
 		quit:         quit,
 		drained:      make(chan struct{}),
 		cancel:       func() {},
 	}
-	for _, sk := range opts.Sinks {
+	for _, sk := range cfg.Sinks {
 		k.runners = append(k.runners, &sinkRunner{sink: sk, wake: make(chan struct{}, 1)})
 	}
 	return k

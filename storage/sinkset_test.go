@@ -62,7 +62,7 @@ func (g *sinkSetRig) open(t *testing.T, opts Options) *sinkSet {
 	t.Helper()
 	opts.FS, opts.Logger, opts.Allocator, opts.Observer = OSFS{}, quiet, nil, nopObserver{}
 	opts = withDefaults(opts)
-	k := newSinkSet(opts, g.sys, g.walDir, g.quit, func() error { g.trims.Add(1); return nil })
+	k := newSinkSet(sinkConfigOf(opts), g.sys, g.walDir, g.quit, func() error { g.trims.Add(1); return nil })
 	require.NoError(t, k.load())
 	return k
 }

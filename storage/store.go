@@ -165,9 +165,9 @@ func Open(opts Options) (*Store, error) {
 	s.compactor = compact.New(compactConfig(s))
 	s.wal = &walState{dir: filepath.Join(s.sysDir, walDirName), fs: s.fs, log: s.log, repair: opts.WALRepair,
 		lost: func(seq uint64) bool { return !opts.NoParquet && seq > s.flusher.done() || seq > s.sinks.low() }}
-	s.sinks = newSinkSet(opts, s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
-	s.commit = newCommitter(opts, s.wal, s.dedup, s.sinks, s.quit)
-	s.flusher = newFlusher(opts, s.sysDir, s.commit.rotates, s.quit)
+	s.sinks = newSinkSet(sinkConfigOf(opts), s.sysDir, s.wal.dir, s.quit, func() error { return s.trimWAL(s.trimPoint()) })
+	s.commit = newCommitter(committerConfigOf(opts), s.wal, s.dedup, s.sinks, s.quit)
+	s.flusher = newFlusher(flusherConfigOf(opts), s.sysDir, s.commit.rotates, s.quit)
 	s.retention = newRetention(s)
 	s.flusher.published = func(uint64) error { return s.trimWAL(s.trimPoint()) }
 	s.flusher.released = s.commit.released
@@ -220,6 +220,48 @@ func compactConfig(s *Store) compact.Config {
 }
 
 // newRetention is the retention of s's directory.
+// committerConfigOf, flusherConfigOf and sinkConfigOf hand each room
+// only the Options it reads, so no room depends on Options.
+func committerConfigOf(o Options) committerConfig {
+	return committerConfig{
+		Logger:         o.Logger,
+		Allocator:      o.Allocator,
+		Observer:       o.Observer,
+		NoParquet:      o.NoParquet,
+		FlushBytes:     o.FlushBytes,
+		MaxBufferBytes: o.MaxBufferBytes,
+		MaxWALBytes:    o.MaxWALBytes,
+		BufferWait:     o.BufferWait,
+		DataDir:        o.DataDir,
+		MinFreeDisk:    o.MinFreeDisk,
+		DiskFree:       o.DiskFree,
+	}
+}
+
+func flusherConfigOf(o Options) flusherConfig {
+	return flusherConfig{
+		FS:            o.FS,
+		Logger:        o.Logger,
+		Compression:   o.Compression,
+		RowGroupRows:  o.RowGroupRows,
+		NoParquet:     o.NoParquet,
+		FlushInterval: o.FlushInterval,
+		DataDir:       o.DataDir,
+	}
+}
+
+func sinkConfigOf(o Options) sinkConfig {
+	return sinkConfig{
+		FS:               o.FS,
+		Logger:           o.Logger,
+		Allocator:        o.Allocator,
+		Observer:         o.Observer,
+		NoParquet:        o.NoParquet,
+		SinkDrainTimeout: o.SinkDrainTimeout,
+		Sinks:            o.Sinks,
+	}
+}
+
 func newRetention(s *Store) *retention {
 	return &retention{fs: s.fs, dir: s.dir, sysDir: s.sysDir, log: s.log, guard: s.guard,
 		forget: s.flusher.forgetDir, retired: s.opts.Observer.Retired}
