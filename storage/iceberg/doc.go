@@ -1,5 +1,5 @@
 // Package iceberg keeps Apache Iceberg (format v2) tables over the
-// sidecar's Parquet files, so that Spark, Trino, DuckDB and PyIceberg see
+// sidecar's Parquet files, so that Spark, DuckDB and PyIceberg see
 // each database's tables as tables with snapshots instead of folder globs.
 //
 // One table per database and table (namespace = database), partitioned by
