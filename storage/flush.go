@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // flusher turns closed generations into Parquet files. It owns the
@@ -203,7 +204,7 @@ func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, in
 	if err != nil {
 		return step, 0, fmt.Errorf("create temp file: %w", err)
 	}
-	cw := &countingWriter{w: f}
+	cw := &layout.CountingWriter{W: f}
 	err = fl.encode(cw, p)
 	if err == nil {
 		err = f.Sync()
@@ -215,7 +216,7 @@ func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, in
 		_ = fl.fs.Remove(step.Temp)
 		return step, 0, err
 	}
-	return step, cw.n, nil
+	return step, cw.N, nil
 }
 
 func (fl *flusher) encode(f io.Writer, p *partition) error {

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"io"
 	"time"
 )
 
@@ -73,15 +72,3 @@ func (nopObserver) Compacted(CompactStats) {}
 func (nopObserver) Retired(int)            {}
 func (nopObserver) SinkWrote(SinkWritten)  {}
 func (nopObserver) Deduplicated(Duplicate) {}
-
-// countingWriter counts what reaches a file.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}

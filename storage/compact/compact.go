@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -328,7 +327,7 @@ func (c *Compactor) merge(dir string, g *schemaGroup) (mergedFile, error) {
 	if err != nil {
 		return out, fmt.Errorf("create temp file: %w", err)
 	}
-	cw := &countingWriter{w: f}
+	cw := &layout.CountingWriter{W: f}
 	err = c.copyRows(bufio.NewWriterSize(cw, 1<<20), dir, g, &out)
 	if err == nil {
 		err = f.Sync()
@@ -336,7 +335,7 @@ func (c *Compactor) merge(dir string, g *schemaGroup) (mergedFile, error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	out.bytes = cw.n
+	out.bytes = cw.N
 	if err != nil {
 		// Now, not at the next start: at ENOSPC each failed merge would
 		// keep its space until then.
@@ -657,16 +656,4 @@ func (c *Compactor) hook(step string) error {
 		return nil
 	}
 	return c.cfg.Hook(step)
-}
-
-// countingWriter counts what reaches a file.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -113,4 +114,17 @@ func WriteFileAtomic(fsys FileWriter, path string, data []byte) error {
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(path))
+}
+
+// CountingWriter counts what reaches a file: the flush and the compaction
+// report the bytes they wrote without asking the file system.
+type CountingWriter struct {
+	W io.Writer
+	N int64
+}
+
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
+	return n, err
 }
