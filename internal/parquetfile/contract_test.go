@@ -269,6 +269,59 @@ func TestDirectMapLevelsWriteTheSameFiles(t *testing.T) {
 	}
 }
 
+// The list and map columns with no entry in a row group, written with
+// levels computed once (directEmptyLevels), make the same files as
+// pqarrow's own levels, and the shortcut is taken exactly for them: a
+// span's links (none in these tables), the type maps of string-only
+// resource and scope attributes, scope attributes (none), a gauge or sum
+// point's histogram, summary and exemplar lists; not a span's events (one
+// span in 50 has one), attributes, or the type maps of spans and points
+// with integer attributes.
+func TestDirectEmptyLevelsWriteTheSameFiles(t *testing.T) {
+	otlp := []string{"resource_attribute_types", "scope_attributes", "scope_attribute_types"}
+	wantEmpty := map[string][]string{
+		"otlp_traces":            append([]string{"links"}, otlp...),
+		"otlp_traces_random_ids": append([]string{"links"}, otlp...),
+		"otlp_logs":              otlp,
+		"otlp_metrics": append([]string{"bucket_counts", "explicit_bounds", "positive_bucket_counts", "negative_bucket_counts",
+			"quantile_levels", "quantile_values", "exemplars", "metric_metadata", "metric_metadata_types", "attribute_types"}, otlp...),
+	}
+	for _, tt := range benchTables() {
+		t.Run(tt.name, func(t *testing.T) {
+			recs := tt.batches(t, 5000)
+			defer func() {
+				for _, r := range recs {
+					r.Release()
+				}
+			}()
+			write := func(direct bool) ([]byte, map[string]int) {
+				defer parquetfile.SetDirectEmptyLevels(parquetfile.SetDirectEmptyLevels(direct))
+				var buf bytes.Buffer
+				// Two row groups: the second starts inside a record.
+				w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 5000, RowGroupRows: 2500})
+				require.NoError(t, err)
+				for i, rec := range recs {
+					rows := []int32(nil)
+					if i == 1 { // a row subset: runs of the record
+						rows = []int32{0, 1, 2, 500, 501, 999}
+					}
+					require.NoError(t, w.Write(rec, rows))
+				}
+				require.NoError(t, w.Close())
+				return buf.Bytes(), w.EmptyColumns()
+			}
+			want, _ := write(false)
+			got, empty := write(true)
+			assert.True(t, bytes.Equal(want, got), "files differ")
+			wantRowGroups := map[string]int{}
+			for _, c := range wantEmpty[tt.name] {
+				wantRowGroups[c] = 2
+			}
+			assert.Equal(t, wantRowGroups, empty, "columns written empty, and in how many of the 2 row groups")
+		})
+	}
+}
+
 // An integer column whose values repeat (status codes, nulls among them)
 // is written with a dictionary in every row group and one of durations
 // without, and both read back as written. The dictionary is the first row

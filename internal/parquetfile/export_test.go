@@ -188,3 +188,24 @@ func SetPlainStringsFlat(on bool) bool {
 	plainStringsFlat = on
 	return prev
 }
+
+// SetDirectEmptyLevels turns writing the list and map columns without an
+// entry in a row group with levels computed once on or off, for
+// BenchmarkEncode's variant; it returns the previous setting.
+func SetDirectEmptyLevels(on bool) bool {
+	prev := directEmptyLevels
+	directEmptyLevels = on
+	return prev
+}
+
+// EmptyColumns counts, by column, the row groups in which the writer
+// wrote a column with levels computed once (directEmptyLevels).
+func (w *Writer) EmptyColumns() map[string]int {
+	out := map[string]int{}
+	for c, e := range w.empty {
+		if e != nil && e.written > 0 {
+			out[w.schema.Field(c).Name] = e.written
+		}
+	}
+	return out
+}

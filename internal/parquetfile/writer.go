@@ -232,6 +232,7 @@ type Writer struct {
 	retype  []arrow.DataType // where the record's type needs relabelling
 	dict    []*dictColumn    // the top-level string and int64 columns the schema dictionary-encodes
 	maps    []*mapDictColumn // the top-level map<string, string> columns
+	empty   []*emptyColumn   // the top-level list and map columns
 	maxRows int64
 	// level is the files' zstd level; literalPages says whether columns
 	// of distinct strings may take literals-only pages, rawPages whether
@@ -451,6 +452,7 @@ func (w *Writer) plan(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
 		}
 		w.dict = append(w.dict, d)
 		w.maps = append(w.maps, mapDictOf(f, typ))
+		w.empty = append(w.empty, emptyColumnOf(fields[len(fields)-1]))
 	}
 	w.schema = arrow.NewSchema(fields, nil)
 	return nil
@@ -682,6 +684,14 @@ func (w *Writer) flushRowGroup() error {
 	}
 	chunks := make([]arrow.Array, len(w.pending))
 	for c, f := range w.fields {
+		if e := w.empty[c]; e != nil && directEmptyLevels && w.rgw != nil && empty(w.pending, f) {
+			e.build(w.pending)
+			if err := e.write(w.ctx, *w.rgw); err != nil {
+				return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
+			}
+			*w.colIdx += len(e.leaves)
+			continue
+		}
 		typ, parts := w.schema.Field(c).Type, chunks
 		if d := w.dict[c]; d != nil && !d.off {
 			typ, parts = d.dictType(), chunks[:1]
@@ -803,6 +813,11 @@ func (w *Writer) Close() error {
 	for _, d := range w.dict {
 		if d != nil {
 			d.release()
+		}
+	}
+	for _, e := range w.empty {
+		if e != nil {
+			e.release()
 		}
 	}
 	return nil
