@@ -36,6 +36,7 @@ import (
 	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadata"
 	"github.com/arc-otel/arc-otel/exporter/arcexporter/internal/metadatatest"
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/otlparrow/otlparrowtest"
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
@@ -565,4 +566,25 @@ func TestIdleStreamsAge(t *testing.T) {
 	assert.ErrorIs(t, old.stream.Context().Err(), context.Canceled, "the aged stream was closed")
 	assert.NoError(t, recent.stream.Context().Err())
 	recent.close()
+}
+
+// A converter goes back to its pool only once the batches it emitted are
+// released: their buffers come back to it then, and a push that took it
+// earlier, while they were in flight, allocated new ones.
+func TestConverterReturnsWithItsBatches(t *testing.T) {
+	pool := &sync.Pool{New: func() any { return otlparrow.NewTracesConverter(memory.DefaultAllocator, 10) }}
+	td := otlparrowtest.Traces(otlparrowtest.Sent, 5)
+	var b batches
+	var used *otlparrow.TracesConverter
+	require.NoError(t, converted(pool, &b, func(c *otlparrow.TracesConverter, emit otlparrow.Emit) error {
+		used = c
+		return c.Convert(td, emit)
+	}))
+	require.Len(t, b.recs, 1)
+	for range 3 {
+		other := pool.Get().(*otlparrow.TracesConverter)
+		assert.True(t, used != other, "a converter whose batches are held was handed out")
+		defer other.Release()
+	}
+	b.release() // puts used back (under -race, sync.Pool drops some puts)
 }
