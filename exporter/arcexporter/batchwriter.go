@@ -65,10 +65,26 @@ func (w *batchWriter) Write(rec arrow.RecordBatch) error {
 		}
 		w.started = true
 	}
-	p, err := ipc.GetRecordBatchPayload(rec, ipc.WithAllocator(w.mem))
+	// Buffers the encoder makes (offsets rebased for a sliced array) are
+	// Go memory whatever w.mem is: a recordWriter may hand them to gRPC,
+	// which writes them after the payload is released; the record's own
+	// buffers it holds through rec.
+	p, err := ipc.GetRecordBatchPayload(rec, ipc.WithAllocator(goAllocator))
 	if err != nil {
 		return fmt.Errorf("encode record batch: %w", err)
 	}
 	defer p.Release()
+	if rw, ok := w.pw.(recordWriter); ok {
+		return rw.WriteRecordPayload(p, rec)
+	}
 	return w.pw.WritePayload(p)
 }
+
+// recordWriter is a PayloadWriter that is told the record a payload was
+// encoded from, so that it can hold the body's buffers past the write
+// (payloadWriter lends them to gRPC).
+type recordWriter interface {
+	WriteRecordPayload(p ipc.Payload, rec arrow.RecordBatch) error
+}
+
+var goAllocator = memory.NewGoAllocator()

@@ -125,8 +125,8 @@ func BenchmarkBatchWrite(b *testing.B) {
 	}))
 	defer rec.Release()
 	c := putCodec{pool: &sendPool{}}
-	sink := &benchPayloads{send: func(p *ipc.Payload, meta []byte) {
-		out, _ := c.Marshal(&payloadMsg{header: meta, body: p})
+	sink := &benchPayloads{send: func(p *ipc.Payload, meta []byte, rec arrow.RecordBatch) {
+		out, _ := c.Marshal(&payloadMsg{header: meta, body: p, rec: rec})
 		out.Free()
 	}}
 	for _, tt := range []struct {
