@@ -231,6 +231,7 @@ func main() {
 }
 
 func run(c config, log *slog.Logger) error {
+	procs := setProcs()
 	if os.Getenv("GOMEMLIMIT") == "" && c.memoryLimit > 0 {
 		debug.SetMemoryLimit(c.memoryLimit)
 	}
@@ -372,7 +373,7 @@ func run(c config, log *slog.Logger) error {
 	go func() { errc <- gs.Serve(grpcLis) }()
 	go func() { errc <- hs.Serve(httpLis) }()
 	log.Info("arcstore ready", "version", versionString(), "data_dir", c.dataDir, "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(),
-		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr, "s3_bucket", c.s3.bucket)
+		"tls", tlsConfig != nil, "auth", tokens.Enabled(), "parquet", c.parquet, "clickhouse", c.clickhouseAddr, "s3_bucket", c.s3.bucket, "gomaxprocs", procs)
 	warnExposed(log, c, tokens.Enabled())
 
 	sig := make(chan os.Signal, 1)
