@@ -345,6 +345,57 @@ func mostlyNew(seen, size int) bool {
 	return size*100 >= seen*uniqueShare
 }
 
+// steadyGrowth watches a dictionary that may take limit values of total
+// as they go in, and reports once, at probeAt(limit) values, whether it
+// will pass the limit: whether its values were new at the same rate in
+// the second half of those as in the first (within steadySlack), and that
+// rate, kept up over the total, would pass it. A map's values that mix a
+// few repeated ones with one new per row (a request id among a span's
+// attributes) pass the limit at a third of the row group; hashing them
+// until then, to give the dictionary up anyway, was 5 % of a flush of
+// the load harness's spans. Values drawn from a set too small to pass the
+// limit come new ever more rarely: they keep growing to the end and keep
+// the dictionary, as they did before the probe.
+type steadyGrowth struct {
+	limit, total, at int
+	// seenHalf and sizeHalf are the values seen and the dictionary's size
+	// when half of at had been seen (seenHalf 0: not yet).
+	seenHalf, sizeHalf int
+}
+
+// steadySlack is how much slower, in percent, the dictionary may grow in
+// the second half of the probe than in the first for its growth to count
+// as steady. Values drawn at random from a set of S values come new at
+// e^(-n/S) of their first rate after n of them: a leaf whose values all
+// come from one set counts as steady only where the set is over 4 times
+// the limit, which it passes anyway. Where the set's values are some of
+// the leaf's (one key among several), a set somewhat under the limit can
+// count as steady, and its leaf is then written without a dictionary, as
+// a leaf of ids is (one in three from a set of 0.9 of the limit keeps
+// it: TestMapValuesGiveUpWhenTheyKeepComingNew).
+const steadySlack = 3
+
+func newSteadyGrowth(limit, total int) steadyGrowth {
+	return steadyGrowth{limit: limit, total: total, at: probeAt(limit)}
+}
+
+// passes is called with the values seen so far and the dictionary's size;
+// it reports true once, when the dictionary will pass its limit.
+func (g *steadyGrowth) passes(seen, size int) bool {
+	switch {
+	case g.at <= 0 || seen < g.at/2:
+		return false
+	case g.seenHalf == 0:
+		g.seenHalf, g.sizeHalf = seen, size
+		return false
+	case seen < g.at:
+		return false
+	}
+	g.at = -1
+	first, second := g.sizeHalf*(seen-g.seenHalf), (size-g.sizeHalf)*g.seenHalf // each rate times both windows
+	return second*100 >= first*(100-steadySlack) && size*g.total > g.limit*seen
+}
+
 // A dictionary that may take limit values asks after limit/4 values
 // whether nearly all were new (uniqueShare), and gives up if so: a column
 // of limit values drawn at random would show 88 % new values there, one of

@@ -177,7 +177,9 @@ func leafOf(arr *array.Map, child int) (*array.String, int32) {
 // row whose entries are byte for byte those of the previous row's map
 // takes its indices (one comparison of the row's bytes), and otherwise a
 // value equal to the one at the same position of the previous row's map
-// takes its index without hashing.
+// takes its index without hashing. With limit > 0 it gives up (false)
+// once the dictionary holds more than limit values, or when steadyGrowth
+// says it will.
 func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
 	if l.indices == nil {
 		l.indices = int32s.get()
@@ -187,6 +189,7 @@ func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
 		prev                       strView
 		prevStart, prevLen, prevAt int
 	)
+	growth := newSteadyGrowth(limit, entries)
 	for _, r := range runs {
 		arr := r.rec.Column(field).(*array.Map)
 		col, base := leafOf(arr, child)
@@ -215,6 +218,9 @@ func (l *mapLeaf) encode(runs []run, field, child, entries, limit int) bool {
 				}
 			}
 			prev, prevStart, prevLen, prevAt = cur, s, e-s, at
+			if growth.passes(len(l.indices), l.dict.size()) {
+				return false
+			}
 		}
 	}
 	return true

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -270,4 +271,56 @@ func TestDirectMapLevelsOfNullAndEmptyMaps(t *testing.T) {
 		return buf.Bytes()
 	}
 	assert.True(t, bytes.Equal(write(false), write(true)), "files differ")
+}
+
+// A map's value leaf whose values are new on every row (one of a row's
+// three) gives its dictionary up once steadyGrowth has seen enough of
+// them, not at the limit a third of the way through the row group; one
+// whose values come from a set that stays under the limit, new ever more
+// rarely, keeps its dictionary to the end.
+func TestMapValuesGiveUpWhenTheyKeepComingNew(t *testing.T) {
+	const rows = 30_000
+	limit := dictLimit(3 * rows)
+	for _, tc := range []struct {
+		name     string
+		set      int // the id values' set, 0: unique
+		keepDict bool
+	}{
+		{"a new id on every row", 0, false},
+		{"ids from a set of 0.9 of the limit", limit * 9 / 10, true},
+		{"ids from a set of a tenth of the limit", limit / 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 7))
+			b := array.NewRecordBuilder(memory.DefaultAllocator, labelledArrow)
+			defer b.Release()
+			mb := b.Field(1).(*array.MapBuilder)
+			kb, vb := mb.KeyBuilder().(*array.StringBuilder), mb.ItemBuilder().(*array.StringBuilder)
+			for i := range rows {
+				b.Field(0).(*array.Int64Builder).Append(int64(i))
+				id := i
+				if tc.set > 0 {
+					id = r.IntN(tc.set)
+				}
+				mb.Append(true)
+				for _, kv := range [][2]string{{"service", "svc"}, {"zone", fmt.Sprint("z", i%2)}, {"id", fmt.Sprint("id-", id)}} {
+					kb.Append(kv[0])
+					vb.Append(kv[1])
+				}
+			}
+			rec := b.NewRecordBatch()
+			defer rec.Release()
+
+			m := mapDictOf(parquet.SchemaOf(labelled{}).Fields()[1], stringMap())
+			require.NotNil(t, m)
+			defer m.release()
+			m.build([]run{{rec: rec, start: 0, end: rows}}, 1, true)
+			assert.False(t, m.keys.off, "keys repeat")
+			assert.Equal(t, !tc.keepDict, m.values.off, "values' dictionary given up")
+			if !tc.keepDict {
+				// the values hashed before giving up: the probe's, and at most a row more
+				assert.LessOrEqual(t, len(m.values.indices), probeAt(limit)+3)
+			}
+		})
+	}
 }
