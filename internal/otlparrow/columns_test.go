@@ -264,6 +264,50 @@ func TestStatusCodeColumn(t *testing.T) {
 	}
 }
 
+// Rows of one key set look their promoted entries up once: each row must
+// still get its own values, whatever their types, and a row whose keys
+// differ (another order, another key, a cut between batches) its own.
+func TestPromotedColumnsFollowEachRow(t *testing.T) {
+	type want struct {
+		method *string
+		status *int64
+	}
+	rowsIn := []struct {
+		set  func(pcommon.Map)
+		want want
+	}{
+		{func(m pcommon.Map) { m.PutStr("http.request.method", "GET"); m.PutInt("http.response.status_code", 200) }, want{ptr("GET"), ptr(int64(200))}},
+		{func(m pcommon.Map) { m.PutStr("http.request.method", "PUT"); m.PutStr("http.response.status_code", "503") }, want{ptr("PUT"), ptr(int64(503))}},
+		{func(m pcommon.Map) { m.PutStr("http.request.method", "POST"); m.PutStr("http.response.status_code", "OK") }, want{ptr("POST"), nil}},
+		{func(m pcommon.Map) { m.PutInt("http.request.method", 7); m.PutDouble("http.response.status_code", 1) }, want{ptr("7"), nil}},
+		{func(m pcommon.Map) { m.PutInt("http.response.status_code", 404); m.PutStr("http.request.method", "HEAD") }, want{ptr("HEAD"), ptr(int64(404))}},
+		{func(m pcommon.Map) { m.PutInt("http.response.status_code", 500); m.PutStr("http.request.method", "GET") }, want{ptr("GET"), ptr(int64(500))}},
+		{func(m pcommon.Map) { m.PutInt("http.response.status_code", 500); m.PutStr("other", "GET") }, want{nil, ptr(int64(500))}},
+		{func(m pcommon.Map) { m.PutStr("http.method", "DELETE"); m.PutStr("other", "x") }, want{ptr("DELETE"), nil}},
+		{func(m pcommon.Map) { m.PutStr("http.method", "PATCH"); m.PutStr("other", "\xff") }, want{ptr("PATCH"), nil}},
+		{func(m pcommon.Map) { m.PutStr("http.method", "\xffX"); m.PutStr("other", "y") }, want{ptr("\uFFFDX"), nil}},
+		{func(m pcommon.Map) { m.PutStr("http.method", "GET"); m.PutStr("other", "z") }, want{ptr("GET"), nil}},
+		{func(pcommon.Map) {}, want{nil, nil}},
+		{func(pcommon.Map) {}, want{nil, nil}},
+		{func(m pcommon.Map) { m.PutStr("http.method", "GET"); m.PutStr("other", "z") }, want{ptr("GET"), nil}},
+	}
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for _, r := range rowsIn {
+		r.set(spans.AppendEmpty().Attributes())
+	}
+	b := newBatches(t)
+	c := otlparrow.NewTracesConverter(b.mem, 4) // cuts between rows of one key set
+	defer c.Release()
+	require.NoError(t, c.Convert(td, b.emit))
+	got := rows[schema.Span](b, schema.TableTraces)
+	require.Len(t, got, len(rowsIn))
+	for i, r := range rowsIn {
+		assert.Equal(t, r.want.method, got[i].HTTPMethod, "row %d", i)
+		assert.Equal(t, r.want.status, got[i].StatusCode, "row %d", i)
+	}
+}
+
 // logRow converts one log record and reads its row back from whichever
 // table it went to.
 func logRow(t *testing.T, build func(lr plog.LogRecord)) (string, schema.LogRecord) {

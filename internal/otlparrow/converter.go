@@ -162,8 +162,9 @@ func appendSpanID(c *strCol, id pcommon.SpanID)   { c.appendID(id[:], id.IsEmpty
 // columns taken from them.
 func (c *converter) appendRecordAttrs(m pcommon.Map, cols attrCols, httpMethod *strCol, statusCode *numCol[int64]) {
 	if c.appendAttrs(m, cols) {
-		c.row.appendText(httpMethod, schema.HTTPMethodKeys)
-		c.row.appendPromotedInt(statusCode, schema.HTTPStatusCodeKeys)
+		method, status := c.row.findPromoted(schema.HTTPMethodKeys, schema.HTTPStatusCodeKeys)
+		c.row.appendText(httpMethod, method)
+		c.row.appendPromotedInt(statusCode, status)
 		return
 	}
 	c.rec.appendEntryText(httpMethod, c.rec.find(schema.HTTPMethodKeys))

@@ -36,6 +36,13 @@ type attrRow struct {
 	// row with the same keys needs neither check again.
 	last             *mapCol
 	lastFirst, lastN int
+	// same: the row's keys are those of the last row, in the same column
+	// and order. The entries the promoted columns take then sit where they
+	// sat in the last row: promoted holds them (-1 for none) while
+	// promotedOK, so rows of one key set look them up once.
+	same       bool
+	promoted   [2]int
+	promotedOK bool
 }
 
 // appendAttrs appends m as one row of cols and leaves c.row describing it,
@@ -88,9 +95,13 @@ func (c *converter) appendAttrs(m pcommon.Map, cols attrCols) bool {
 	keys.data, keys.offsets, items.data, items.offsets = kData, kOffs, iData, iOffs
 	tkeys.data, tkeys.offsets, tags.data, tags.offsets = tkData, tkOffs, tData, tOffs
 	r.entries = entries
-	keysOK := r.sameKeysAsLast() || (keys.validFrom(r.first) && !r.hasDuplicateKeys())
+	r.same = r.sameKeysAsLast()
+	if !r.same {
+		r.promotedOK = false
+	}
+	keysOK := r.same || (keys.validFrom(r.first) && !r.hasDuplicateKeys())
 	if !keysOK || !items.validFrom(r.first) {
-		r.last = nil
+		r.last, r.promotedOK = nil, false
 		keys.truncate(r.first)
 		items.truncate(r.first)
 		tkeys.truncate(typesFirst)
@@ -174,17 +185,27 @@ func (r *attrRow) find(keys []string) int {
 	return -1
 }
 
-func (r *attrRow) appendText(c *strCol, keys []string) {
-	if i := r.find(keys); i >= 0 {
+// findPromoted returns the entries of the first of textKeys and of
+// intKeys present (-1 for none), from the last row when the keys are its.
+func (r *attrRow) findPromoted(textKeys, intKeys []string) (text, num int) {
+	if !r.promotedOK {
+		r.promoted = [2]int{r.find(textKeys), r.find(intKeys)}
+		r.promotedOK = true
+	}
+	return r.promoted[0], r.promoted[1]
+}
+
+// appendText appends the text of entry i, or null when i < 0.
+func (r *attrRow) appendText(c *strCol, i int) {
+	if i >= 0 {
 		c.append(r.text(i))
 	} else {
 		c.appendNull()
 	}
 }
 
-// appendPromotedInt is rendered.appendPromotedInt for the row.
-func (r *attrRow) appendPromotedInt(c *numCol[int64], keys []string) {
-	i := r.find(keys)
+// appendPromotedInt is rendered.appendPromotedInt for entry i of the row.
+func (r *attrRow) appendPromotedInt(c *numCol[int64], i int) {
 	switch {
 	case i < 0:
 		c.appendNull()
