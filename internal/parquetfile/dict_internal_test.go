@@ -1,6 +1,7 @@
 package parquetfile
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -283,4 +285,110 @@ func TestIntDictIndexesEveryValueOnce(t *testing.T) {
 	idx, ok := d.add(values[0], len(want))
 	assert.True(t, ok)
 	assert.Equal(t, want[values[0]], idx)
+}
+
+// oneValue finds a run of one value repeated, and nothing else: not a run
+// whose last value differs in its last byte, or whose values differ in
+// length, or that repeats a pattern across values of other lengths.
+func TestOneValue(t *testing.T) {
+	repeat := func(vals ...string) strView {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Append("prefix") // the run starts past the array's first value
+		b.AppendValues(vals, nil)
+		a := b.NewStringArray()
+		t.Cleanup(a.Release)
+		return viewOf(a)
+	}
+	many := func(v string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		vals []string
+		want bool
+	}{
+		{"one value", many("telemetrygen", 20), true},
+		{"empty strings", many("", 20), true},
+		{"one long value", many("a value longer than sixteen bytes", 20), true},
+		{"last differs in its last byte", append(many("telemetrygen", 19), "telemetrygeN"), false},
+		{"first differs", append([]string{"telemetrygeX"}, many("telemetrygen", 19)...), false},
+		{"a longer value", append(many("ab", 19), "abab"), false},
+		{"a shorter value", append(many("abab", 19), "ab"), false},
+		{"two values of one length", append(many("GET", 10), many("PUT", 10)...), false},
+		{"periodic bytes, other values", append(many("ab", 10), many("ba", 10)...), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, oneValue(repeat(tc.vals...), 1, 1+len(tc.vals)))
+		})
+	}
+}
+
+// Runs taken whole (all null, or all one value) give the same files as
+// the same rows taken value by value: runs of one value that changes from
+// record to record, runs of nulls, a run mixing nulls and values, runs of
+// values that change per row, and row subsets.
+func TestWholeRunsWriteTheSameFiles(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: arrow.FixedWidthTypes.Timestamp_us},
+		{Name: "service", Type: arrow.BinaryTypes.String},
+		{Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "level", Type: arrow.BinaryTypes.String},
+	}, nil)
+	pqs := parquet.NewSchema("runs", parquet.Group{
+		"time":    parquet.Timestamp(parquet.Microsecond),
+		"service": parquet.Encoded(parquet.String(), &parquet.RLEDictionary),
+		"host":    parquet.Optional(parquet.Encoded(parquet.String(), &parquet.RLEDictionary)),
+		"level":   parquet.Encoded(parquet.String(), &parquet.RLEDictionary),
+	})
+	r := rand.New(rand.NewPCG(3, 3))
+	var recs []arrow.RecordBatch
+	for i := range 12 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		for j := range 1000 {
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(i*1000 + j))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("service-", i%5))
+			switch {
+			case i%3 == 0: // no host in the batch
+				b.Field(2).(*array.StringBuilder).AppendNull()
+			case i%3 == 1 && j%10 == 0: // some rows without
+				b.Field(2).(*array.StringBuilder).AppendNull()
+			default:
+				b.Field(2).(*array.StringBuilder).Append(fmt.Sprint("host-", i%4))
+			}
+			b.Field(3).(*array.StringBuilder).Append([]string{"INFO", "WARN", "ERROR"}[r.IntN(3)])
+		}
+		recs = append(recs, b.NewRecordBatch())
+		b.Release()
+	}
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	write := func(whole bool) []byte {
+		prev := wholeRuns
+		wholeRuns = whole
+		defer func() { wholeRuns = prev }()
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, pqs, s, Options{RowGroupRows: 5000})
+		require.NoError(t, err)
+		for i, rec := range recs {
+			var rows []int32
+			if i == 4 { // runs of 40 and 3 rows
+				for j := range int32(40) {
+					rows = append(rows, 100+j)
+				}
+				rows = append(rows, 500, 501, 502)
+			}
+			require.NoError(t, w.Write(rec, rows))
+		}
+		require.NoError(t, w.Close())
+		return buf.Bytes()
+	}
+	assert.True(t, bytes.Equal(write(false), write(true)), "files differ")
 }
