@@ -78,8 +78,12 @@ type config struct {
 }
 
 // defaultMemoryLimit keeps the sidecar's resident memory under 512 MiB with
-// room for the runtime's own overhead.
-const defaultMemoryLimit = 448 << 20
+// room for what the limit does not count: resident memory ran 40-55 MiB
+// over it (the binary's pages, memory freed but not yet returned), so
+// 448 MiB left peaks of 500 MiB at 8 and 16 Arc-protocol writers; 384 MiB
+// holds them at 437-439 MiB for the same CPU per row
+// (docs/PERFORMANCE.md#against-the-targets).
+const defaultMemoryLimit = 384 << 20
 
 // tokenEnv holds comma-separated bearer tokens, for deployments that pass
 // secrets in the environment.
