@@ -276,12 +276,27 @@ func TestPromotedColumnsFollowEachRow(t *testing.T) {
 		set  func(pcommon.Map)
 		want want
 	}{
-		{func(m pcommon.Map) { m.PutStr("http.request.method", "GET"); m.PutInt("http.response.status_code", 200) }, want{ptr("GET"), ptr(int64(200))}},
-		{func(m pcommon.Map) { m.PutStr("http.request.method", "PUT"); m.PutStr("http.response.status_code", "503") }, want{ptr("PUT"), ptr(int64(503))}},
-		{func(m pcommon.Map) { m.PutStr("http.request.method", "POST"); m.PutStr("http.response.status_code", "OK") }, want{ptr("POST"), nil}},
+		{func(m pcommon.Map) {
+			m.PutStr("http.request.method", "GET")
+			m.PutInt("http.response.status_code", 200)
+		}, want{ptr("GET"), ptr(int64(200))}},
+		{func(m pcommon.Map) {
+			m.PutStr("http.request.method", "PUT")
+			m.PutStr("http.response.status_code", "503")
+		}, want{ptr("PUT"), ptr(int64(503))}},
+		{func(m pcommon.Map) {
+			m.PutStr("http.request.method", "POST")
+			m.PutStr("http.response.status_code", "OK")
+		}, want{ptr("POST"), nil}},
 		{func(m pcommon.Map) { m.PutInt("http.request.method", 7); m.PutDouble("http.response.status_code", 1) }, want{ptr("7"), nil}},
-		{func(m pcommon.Map) { m.PutInt("http.response.status_code", 404); m.PutStr("http.request.method", "HEAD") }, want{ptr("HEAD"), ptr(int64(404))}},
-		{func(m pcommon.Map) { m.PutInt("http.response.status_code", 500); m.PutStr("http.request.method", "GET") }, want{ptr("GET"), ptr(int64(500))}},
+		{func(m pcommon.Map) {
+			m.PutInt("http.response.status_code", 404)
+			m.PutStr("http.request.method", "HEAD")
+		}, want{ptr("HEAD"), ptr(int64(404))}},
+		{func(m pcommon.Map) {
+			m.PutInt("http.response.status_code", 500)
+			m.PutStr("http.request.method", "GET")
+		}, want{ptr("GET"), ptr(int64(500))}},
 		{func(m pcommon.Map) { m.PutInt("http.response.status_code", 500); m.PutStr("other", "GET") }, want{nil, ptr(int64(500))}},
 		{func(m pcommon.Map) { m.PutStr("http.method", "DELETE"); m.PutStr("other", "x") }, want{ptr("DELETE"), nil}},
 		{func(m pcommon.Map) { m.PutStr("http.method", "PATCH"); m.PutStr("other", "\xff") }, want{ptr("PATCH"), nil}},

@@ -291,8 +291,7 @@ func (d *dictColumn) buildStrings(runs []run, field int, limit int, hasNulls boo
 	// Values come in runs (the resource and scope columns repeat for
 	// every span of a resource): a value equal to the one before takes its
 	// index without a lookup.
-	var last []byte
-	lastIdx := int32(-1)
+	prev := lastValue{idx: -1}
 	for _, r := range runs {
 		col := r.rec.Column(field).(*array.String)
 		v, nullable := viewOf(col), col.NullN() > 0
@@ -304,28 +303,17 @@ func (d *dictColumn) buildStrings(runs []run, field int, limit int, hasNulls boo
 				at += n
 				continue
 			case !nullable && oneValue(v, int(r.start), int(r.end)):
-				k := v.at(int(r.start))
-				idx := lastIdx
-				if lastIdx < 0 || !bytes.Equal(k, last) {
-					var ok bool
-					if idx, ok = d.values.add(k, limit); !ok {
-						seen := at + 1 - d.nulls
-						d.distinct = (limit+1)*100 >= seen*uniqueShare
-						return false
-					}
-					last, lastIdx = k, idx
+				idx, ok := d.indexOf(v.at(int(r.start)), &prev, limit, at)
+				if !ok {
+					return false
 				}
 				fill32(d.indices[at:at+n], idx)
 				if hasNulls {
 					bitutil.SetBitsTo(d.valid, int64(at), int64(n), true)
 				}
 				at += n
-				if probe > 0 && at-d.nulls >= probe {
-					if mostlyNew(probe, d.values.size()) {
-						d.distinct = true
-						return false
-					}
-					probe = -1
+				if !d.probed(&probe, at-d.nulls) {
+					return false
 				}
 				continue
 			}
@@ -339,28 +327,55 @@ func (d *dictColumn) buildStrings(runs []run, field int, limit int, hasNulls boo
 			if hasNulls {
 				bitutil.SetBit(d.valid, at)
 			}
-			k := v.at(i)
-			idx := lastIdx
-			if lastIdx < 0 || !bytes.Equal(k, last) {
-				var ok bool
-				if idx, ok = d.values.add(k, limit); !ok {
-					seen := at + 1 - d.nulls
-					d.distinct = (limit+1)*100 >= seen*uniqueShare
-					return false
-				}
-				last, lastIdx = k, idx
+			idx, ok := d.indexOf(v.at(i), &prev, limit, at)
+			if !ok {
+				return false
 			}
 			d.indices[at] = idx
-			if probe > 0 && at+1-d.nulls >= probe {
-				if mostlyNew(probe, d.values.size()) {
-					d.distinct = true
-					return false
-				}
-				probe = -1
+			if !d.probed(&probe, at+1-d.nulls) {
+				return false
 			}
 		}
 	}
 	d.dict = d.values.finish()
+	return true
+}
+
+// lastValue is the value buildStrings indexed last and its index (idx -1:
+// none yet).
+type lastValue struct {
+	k   []byte
+	idx int32
+}
+
+// indexOf returns k's dictionary index, adding it, or false when the
+// dictionary passed limit; at is k's row, for the distinct verdict.
+func (d *dictColumn) indexOf(k []byte, prev *lastValue, limit, at int) (int32, bool) {
+	if prev.idx >= 0 && bytes.Equal(k, prev.k) {
+		return prev.idx, true
+	}
+	idx, ok := d.values.add(k, limit)
+	if !ok {
+		seen := at + 1 - d.nulls
+		d.distinct = (limit+1)*100 >= seen*uniqueShare
+		return 0, false
+	}
+	prev.k, prev.idx = k, idx
+	return idx, true
+}
+
+// probed checks, once seen values have passed *probe, whether nearly all
+// were new; it returns false (and marks the column distinct) when they
+// were, and turns the probe off once it has run.
+func (d *dictColumn) probed(probe *int, seen int) bool {
+	if *probe <= 0 || seen < *probe {
+		return true
+	}
+	if mostlyNew(*probe, d.values.size()) {
+		d.distinct = true
+		return false
+	}
+	*probe = -1
 	return true
 }
 
