@@ -64,7 +64,7 @@ func serve(t *testing.T, tokens *Tokens, creds credentials.TransportCredentials)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	opts := []grpc.ServerOption{ServerOption(), grpc.ChainStreamInterceptor(tokens.StreamInterceptor())}
+	opts := append(ServerOptions(), grpc.ChainStreamInterceptor(tokens.StreamInterceptor()))
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}

@@ -59,17 +59,18 @@ type received struct {
 	err error
 }
 
-// ServerOption is the gRPC server option the FlightServer needs: the codec
-// that decodes DoPut messages with a single copy of their bytes, leaving
-// room for the largest schema frame of the tables it takes.
-func ServerOption() grpc.ServerOption {
+// ServerOptions are the gRPC server options the FlightServer needs: the
+// codec that decodes DoPut messages with a single copy of their bytes,
+// leaving room for the largest schema frame of the tables it takes, and
+// frame buffers reused without clearing.
+func ServerOptions() []grpc.ServerOption {
 	headroom := 0
 	for _, name := range schema.Names() {
 		if t, err := storage.LookupTable(name); err == nil {
 			headroom = max(headroom, len(t.SchemaFrame))
 		}
 	}
-	return arcflight.PutCodec{Headroom: headroom}.ServerOption()
+	return []grpc.ServerOption{arcflight.PutCodec{Headroom: headroom}.ServerOption(), arcflight.BufferPoolOption()}
 }
 
 // receive reads the stream's messages into a channel, so that DoPut can

@@ -59,7 +59,7 @@ func newFixture(t testing.TB, with ...func(*storage.Options)) *fixture {
 	metrics.WatchStore(store)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	gs := grpc.NewServer(ServerOption())
+	gs := grpc.NewServer(ServerOptions()...)
 	server := &FlightServer{Store: store, Log: quiet, Mem: memory.DefaultAllocator, Metrics: metrics}
 	flight.RegisterFlightServiceServer(gs, server)
 	go gs.Serve(lis)

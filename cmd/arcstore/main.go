@@ -336,9 +336,8 @@ func run(c config, log *slog.Logger) error {
 			recordContention()
 		}
 	}
-	opts := append(grpcLimits(c),
+	opts := append(append(grpcLimits(c), receiver.ServerOptions()...),
 		grpc.MaxRecvMsgSize(64<<20),
-		receiver.ServerOption(),
 		grpc.ChainStreamInterceptor(tokens.StreamInterceptor()),
 		grpc.ChainUnaryInterceptor(tokens.UnaryInterceptor()),
 	)
