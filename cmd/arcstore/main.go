@@ -34,6 +34,7 @@ import (
 type config struct {
 	dataDir        string
 	grpcAddr       string
+	grpc           listenAddr // -grpc-addr parsed
 	httpAddr       string
 	flushInterval  time.Duration
 	compression    string
@@ -93,7 +94,7 @@ func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("arcstore", flag.ContinueOnError)
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the WAL and the Parquet files")
-	fs.StringVar(&c.grpcAddr, "grpc-addr", "127.0.0.1:8815", "Arrow Flight (gRPC) listen address")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", "127.0.0.1:8815", "Arrow Flight (gRPC) listen address: host:port, or a Unix socket unix:///path/to.sock (for a collector on the same host)")
 	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8000", "HTTP listen address (/health, /ready, /metrics, /api/v1/write/msgpack, line protocol on /api/v1/write/line-protocol, /write, /api/v2/write)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
@@ -139,6 +140,9 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	var err error
+	if c.grpc, err = parseGRPCAddr(c.grpcAddr); err != nil {
+		return c, err
+	}
 	if c.retention, err = storage.ParseRetention(*retention); err != nil {
 		return c, fmt.Errorf("-retention: %w", err)
 	}
@@ -312,10 +316,10 @@ func run(c config, log *slog.Logger) error {
 		ready = append(ready, uploader.Ready)
 		checkBucket(uploader, c.s3.bucket, log)
 	}
-	grpcLis, err := net.Listen("tcp", c.grpcAddr)
+	grpcLis, err := listen(c.grpc)
 	if err != nil {
 		store.Close()
-		return fmt.Errorf("listen grpc: %w", err)
+		return fmt.Errorf("listen grpc (-grpc-addr %s): %w", c.grpcAddr, err)
 	}
 	httpLis, err := net.Listen("tcp", c.httpAddr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -66,9 +67,12 @@ func warnExposed(log *slog.Logger, c config, auth bool) {
 }
 
 // isLoopback reports whether a listen address only takes connections from
-// this host: a loopback IP or localhost. An empty host, 0.0.0.0, :: or any
-// other name listens on the network.
+// this host: a Unix socket, a loopback IP or localhost. An empty host,
+// 0.0.0.0, :: or any other name listens on the network.
 func isLoopback(addr string) bool {
+	if strings.HasPrefix(addr, unixPrefix) {
+		return true
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -97,6 +97,7 @@ func TestWarnExposed(t *testing.T) {
 		{"one on the network", "127.0.0.1:8815", "10.0.0.5:8000", false, 1},
 		{"a host name", "arcstore:8815", "127.0.0.1:8000", false, 1},
 		{"every interface with a token", "0.0.0.0:8815", "0.0.0.0:8000", true, 0},
+		{"a unix socket", "unix:///run/arcstore/arcstore.sock", "127.0.0.1:8000", false, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer

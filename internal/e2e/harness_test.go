@@ -213,6 +213,13 @@ func startCollectorWith(t *testing.T, sidecarGRPC, exporterYAML string) *collect
 // persistentQueue).
 func startCollectorAt(t *testing.T, sidecarGRPC, otlpGRPC, tail string) *collector {
 	t.Helper()
+	return startCollectorFrom(t, collectorConfig, sidecarGRPC, otlpGRPC, tail)
+}
+
+// startCollectorFrom starts a collector from a configuration shaped like
+// collectorConfig.
+func startCollectorFrom(t *testing.T, config, sidecarGRPC, otlpGRPC, tail string) *collector {
+	t.Helper()
 	c := &collector{otlpGRPC: otlpGRPC, otlpHTTP: addr(freePort(t))}
 	extensions := "health_check"
 	if strings.Contains(tail, "file_storage:") {
@@ -222,7 +229,7 @@ func startCollectorAt(t *testing.T, sidecarGRPC, otlpGRPC, tail string) *collect
 	metricsPort := freePort(t)
 	c.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	cfg := filepath.Join(t.TempDir(), "otelcol.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(collectorConfig, c.otlpGRPC, c.otlpHTTP, sidecarGRPC, health, metricsPort, tail, extensions)), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(config, c.otlpGRPC, c.otlpHTTP, sidecarGRPC, health, metricsPort, tail, extensions)), 0o600))
 	c.proc = start(t, "otelcol-arc", tool(t, "OTELCOL_BIN", "otelcol-arc"), "--config", cfg)
 	waitHTTP(t, "http://"+health+"/", 60*time.Second, c.proc)
 	return c
