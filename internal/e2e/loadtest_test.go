@@ -22,13 +22,18 @@ func TestLoadHarness(t *testing.T) {
 		args    []string
 		ceiling bool
 		tables  []string
+		// endpoint starts the arc exporter's endpoint in the collector's
+		// configuration; empty without a collector.
+		endpoint string
 	}{
 		{name: "mixed with the otlp driver and the ceiling", args: []string{"-scenario", "mixed", "-workers", "3", "-rate", "30000"},
-			ceiling: true, tables: []string{"traces", "logs", "metrics"}},
+			ceiling: true, tables: []string{"traces", "logs", "metrics"}, endpoint: "127.0.0.1:"},
 		{name: "Arc MessagePack to the sidecar", args: []string{"-scenario", "arc-mixed", "-workers", "4", "-rate", "40000"},
 			tables: []string{"system_metrics", "application_logs", "distributed_traces", "system_events"}},
 		{name: "traces with telemetrygen", args: []string{"-scenario", "traces", "-driver", "telemetrygen", "-workers", "2", "-rate", "5000", "-ceiling=false"},
-			tables: []string{"traces"}},
+			tables: []string{"traces"}, endpoint: "127.0.0.1:"},
+		{name: "logs over a Unix socket", args: []string{"-scenario", "logs", "-workers", "2", "-rate", "20000", "-ceiling=false", "-transport", "unix"},
+			tables: []string{"logs"}, endpoint: "unix://"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +82,11 @@ func TestLoadHarness(t *testing.T) {
 			}
 			assert.Positive(t, rep.Arc.Rate)
 			assert.GreaterOrEqual(t, len(rep.Arc.Samples), 2, "progress every interval")
+			if tt.endpoint != "" {
+				cfg, err := os.ReadFile(filepath.Join(out, "arc", "otelcol-arc.yaml"))
+				require.NoError(t, err)
+				assert.Contains(t, string(cfg), `endpoint: "`+tt.endpoint)
+			}
 			if tt.ceiling {
 				require.NotNil(t, rep.Ceiling)
 				assert.Positive(t, rep.Ceiling.Rate)

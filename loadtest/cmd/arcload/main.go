@@ -21,6 +21,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/loadtest/internal/report"
 	"github.com/arc-otel/arc-otel/loadtest/internal/run"
+	"github.com/arc-otel/arc-otel/loadtest/internal/stack"
 )
 
 func main() {
@@ -84,6 +85,7 @@ func parseFlags(args []string) (run.Config, error) {
 	fs.IntVar(&c.QueueSize, "queue-size", 100_000, "arc exporter sending queue, items (it blocks when full)")
 	fs.StringVar(&c.ExporterExtra, "exporter-yaml", "", "extra arc exporter settings, YAML flow style (e.g. 'sending_queue: {wait_for_result: false, num_consumers: 16}' replaces the queue line)")
 	fs.StringVar(&c.CollectorPprof, "collector-pprof", "", "serve our collector's pprof here (host:port), to profile a run")
+	fs.StringVar(&c.Transport, "transport", stack.TransportTCP, "how our collector reaches the sidecar: tcp (loopback) or unix (a Unix socket in the run's folder)")
 	sidecarArgs := fs.String("sidecar-args", "", "extra arcstore flags, space-separated")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 5*time.Minute, "longest wait for the collector to empty its queue after the load")
 	fs.BoolVar(&c.Sweep.Enabled, "sweep", false, "raise the rate step by step until a limit (see -step-*)")

@@ -21,6 +21,11 @@ func TestParseFlags(t *testing.T) {
 	assert.True(t, strings.HasPrefix(c.ResultsDir, "loadtest/results/"), c.ResultsDir)
 	assert.True(t, strings.HasSuffix(c.ResultsDir, "-logs"), c.ResultsDir)
 
+	assert.Equal(t, "tcp", c.Transport, "loopback TCP between collector and sidecar by default")
+	c, err = parseFlags([]string{"-transport", "unix"})
+	require.NoError(t, err)
+	assert.Equal(t, "unix", c.Transport)
+
 	c, err = parseFlags([]string{"-sweep"})
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(c.ResultsDir, "-traces-sweep"), c.ResultsDir)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arc-otel/arc-otel/loadtest/internal/driver"
+	"github.com/arc-otel/arc-otel/loadtest/internal/stack"
 )
 
 // Scenarios and the signals they send.
@@ -151,6 +152,9 @@ type Config struct {
 	QueueSize             int
 	ExporterExtra         string // YAML added to the arc exporter's settings
 	SidecarArgs           []string
+	// Transport is how our collector reaches the sidecar: stack.TransportTCP
+	// (also when empty) or stack.TransportUnix.
+	Transport string
 	// CollectorPprof is where our stack's collector serves pprof, if set.
 	CollectorPprof string
 	DrainTimeout   time.Duration
@@ -188,6 +192,9 @@ func (c Config) Validate() error {
 	}
 	if IsArc(c.Scenario) && c.Ceiling {
 		errs = append(errs, errors.New("arc-* scenarios have no nop ceiling: compare with Arc itself by pointing -target at it"))
+	}
+	if c.Transport != "" && c.Transport != stack.TransportTCP && c.Transport != stack.TransportUnix {
+		errs = append(errs, fmt.Errorf("transport %q: want %s or %s", c.Transport, stack.TransportTCP, stack.TransportUnix))
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %v: must be 0 (unlimited) or positive", c.Rate))

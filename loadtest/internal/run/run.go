@@ -154,7 +154,7 @@ func (r *Runner) start(export, workDir string) (*target, error) {
 		mode = stack.SidecarOnly
 	}
 	opts := stack.Options{BinDir: r.BinDir, WorkDir: workDir, Export: mode, QueueSize: r.QueueSize, ExporterExtra: r.ExporterExtra, SidecarArgs: r.SidecarArgs,
-		ContribCollector: r.ContribCollector, ClickHouseAddr: r.ContribClickHouseAddr, ClickHouseDatabase: r.database()}
+		Transport: r.Transport, ContribCollector: r.ContribCollector, ClickHouseAddr: r.ContribClickHouseAddr, ClickHouseDatabase: r.database()}
 	if export == stack.ExportArc {
 		opts.CollectorPprof = r.CollectorPprof
 	}

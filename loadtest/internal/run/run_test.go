@@ -69,6 +69,7 @@ func TestConfigValidate(t *testing.T) {
 			c.Target, c.CollectorMetrics, c.Ceiling = "x:1", "http://x/metrics", false
 		}, "no -target"},
 		{"negative clickhouse pid", func(c *Config) { c.ClickHousePID = -1 }, "clickhouse pid -1"},
+		{"unknown transport", func(c *Config) { c.Transport = "vsock" }, `transport "vsock": want tcp or unix`},
 		{"sweep without a step", func(c *Config) {
 			c.Sweep = SweepConfig{Enabled: true, Start: 1, Hold: time.Minute, MaxP99: time.Second}
 		}, "sweep start"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,28 @@ func TestCollectorConfigExports(t *testing.T) {
 	assert.Contains(t, nop, "nop: {}")
 	assert.Contains(t, nop, "exporters: [nop]")
 	assert.Contains(t, nop, "processors: [memory_limiter]", "the ceiling runs the same processors")
+}
+
+func TestGRPCTarget(t *testing.T) {
+	work := t.TempDir()
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name, work, transport, want string
+	}{
+		{"default", work, "", "127.0.0.1:8815"},
+		{"tcp", work, TransportTCP, "127.0.0.1:8815"},
+		{"unix", work, TransportUnix, "unix://" + filepath.Join(work, SocketFile)},
+		{"unix, a relative folder", "results/arc", TransportUnix, "unix://" + filepath.Join(cwd, "results/arc", SocketFile)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := grpcTarget(Options{WorkDir: tt.work, Transport: tt.transport}, 8815)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	_, err = Start(Options{WorkDir: work, Export: ExportArc, Transport: "vsock"})
+	assert.ErrorContains(t, err, `transport "vsock"`)
 }
 
 func TestProcState(t *testing.T) {

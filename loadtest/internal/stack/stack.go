@@ -32,6 +32,16 @@ const (
 	ExportContribClickHouse = "contrib-clickhouse"
 )
 
+// Transports between a stack's collector and its sidecar's Flight
+// listener.
+const (
+	TransportTCP  = "tcp"  // loopback TCP
+	TransportUnix = "unix" // a Unix socket, SocketFile in the work directory
+)
+
+// SocketFile is the sidecar's Unix socket in the work directory.
+const SocketFile = "arcstore.sock"
+
 // Options of a stack.
 type Options struct {
 	BinDir  string
@@ -46,6 +56,9 @@ type Options struct {
 	// sending_queue replaces the queue line above.
 	ExporterExtra string
 	SidecarArgs   []string
+	// Transport is how the collector reaches the sidecar, TransportTCP
+	// when empty.
+	Transport string
 	// CollectorPprof, when set, serves the collector's pprof extension
 	// there, for profiling a run.
 	CollectorPprof string
@@ -76,6 +89,9 @@ func Start(o Options) (*Stack, error) {
 	if o.Export != ExportArc && o.Export != ExportNop && o.Export != SidecarOnly && o.Export != ExportContribClickHouse {
 		return nil, fmt.Errorf("export %q: want %s, %s, %s or %s", o.Export, ExportArc, ExportNop, SidecarOnly, ExportContribClickHouse)
 	}
+	if o.Transport != "" && o.Transport != TransportTCP && o.Transport != TransportUnix {
+		return nil, fmt.Errorf("transport %q: want %s or %s", o.Transport, TransportTCP, TransportUnix)
+	}
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create work dir: %w", err)
 	}
@@ -87,7 +103,9 @@ func Start(o Options) (*Stack, error) {
 	var sidecarGRPC string
 	if o.Export == ExportArc || o.Export == SidecarOnly {
 		s.DataDir = filepath.Join(o.WorkDir, "data")
-		sidecarGRPC = addr(ports[1])
+		if sidecarGRPC, err = grpcTarget(o, ports[1]); err != nil {
+			return nil, err
+		}
 		sidecarHTTP := addr(ports[2])
 		args := append([]string{"-data-dir", s.DataDir, "-grpc-addr", sidecarGRPC, "-http-addr", sidecarHTTP}, o.SidecarArgs...)
 		if s.Sidecar, err = StartProc(o.WorkDir, SidecarBin, filepath.Join(o.BinDir, SidecarBin), args...); err != nil {
@@ -186,6 +204,19 @@ service:
     logs: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
     metrics: {receivers: [otlp], processors: [memory_limiter], exporters: [%[6]s]}
 `, otlpGRPC, otlpHTTP, exporter, health, metricsPort, name, pprofExt, pprofName)
+}
+
+// grpcTarget is the sidecar's -grpc-addr, which is also the exporter's
+// endpoint: a loopback port, or a Unix socket in the work directory.
+func grpcTarget(o Options, port int) (string, error) {
+	if o.Transport != TransportUnix {
+		return addr(port), nil
+	}
+	dir, err := filepath.Abs(o.WorkDir)
+	if err != nil {
+		return "", fmt.Errorf("socket path: %w", err)
+	}
+	return "unix://" + filepath.Join(dir, SocketFile), nil
 }
 
 // queueSize is the exporter's sending queue in items.
