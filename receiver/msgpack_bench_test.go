@@ -2,7 +2,9 @@ package receiver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -22,57 +24,79 @@ import (
 // request as the handler runs it: gzip decompression, MessagePack decode
 // into columns, the Arrow record, the checks, the IPC encoding and the WAL
 // commit (on tmpfs when there is one, so the fsync does not hide the CPU).
-// The payload is the load test's distributed_traces shape (13 columns,
-// random 32-hex trace ids), gzip level 1. Flushes to Parquet are out of
-// the measure.
+// The payloads are the load test's distributed_traces shape (13 columns,
+// random 32-hex trace ids) and a request of its arc-logs scenario, gzip
+// level 1. Flushes to Parquet are out of the measure.
 func BenchmarkMsgpackWrite(b *testing.B) {
 	for _, rows := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("traces/rows=%d", rows), func(b *testing.B) {
-			body := gzipped(b, payload(b, arcTraces(rows, rand.New(rand.NewPCG(1, 2)))))
-			dir := benchDir(b)
-			store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour,
-				MaxBufferBytes: 1 << 40, FlushBytes: 1 << 40})
-			require.NoError(b, err)
-			defer store.Close()
-			h := &MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator}
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			n := 0
-			for b.Loop() {
-				req := httptest.NewRequest(http.MethodPost, PathWriteMsgpack, bytes.NewReader(body))
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != http.StatusNoContent {
-					b.Fatalf("status %d: %s", w.Code, w.Body)
-				}
-				if n++; n%64 == 0 {
-					b.StopTimer()
-					require.NoError(b, store.Flush())
-					b.StartTimer()
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			benchWrite(b, gzipped(b, payload(b, arcTraces(rows, rand.New(rand.NewPCG(1, 2))))), rows)
 		})
 	}
+	b.Run("logs/rows=1000", func(b *testing.B) { benchWrite(b, arcLogsGzip(b), 1000) })
+}
+
+// arcLogsGzip reads a request of the load test's arc-logs scenario as its
+// driver sends them (every row new, gzip level 1; arcmsgpack's testdata).
+func arcLogsGzip(b *testing.B) []byte {
+	body, err := os.ReadFile("../internal/arcmsgpack/testdata/arc_logs_1000.msgpack.gz")
+	require.NoError(b, err)
+	return body
+}
+
+func benchWrite(b *testing.B, body []byte, rows int) {
+	dir := benchDir(b)
+	store, err := storage.Open(storage.Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour,
+		MaxBufferBytes: 1 << 40, FlushBytes: 1 << 40})
+	require.NoError(b, err)
+	defer store.Close()
+	h := &MsgpackHandler{Store: store, Log: quiet, Mem: memory.DefaultAllocator}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	n := 0
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, PathWriteMsgpack, bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusNoContent {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		if n++; n%64 == 0 {
+			b.StopTimer()
+			require.NoError(b, store.Flush())
+			b.StartTimer()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
 
 // BenchmarkMsgpackDecode is the decoding part of BenchmarkMsgpackWrite
-// alone (no gzip, no store), on the same distributed_traces bodies: the
-// share gzip leaves to the decoder.
+// alone (no gzip, no store), on the same bodies: the share gzip leaves to
+// the decoder.
 func BenchmarkMsgpackDecode(b *testing.B) {
 	for _, rows := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("traces/rows=%d", rows), func(b *testing.B) {
-			body := payload(b, arcTraces(rows, rand.New(rand.NewPCG(1, 2))))
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				if _, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(0)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			benchDecode(b, payload(b, arcTraces(rows, rand.New(rand.NewPCG(1, 2)))), rows)
 		})
 	}
+	b.Run("logs/rows=1000", func(b *testing.B) {
+		r, err := gzip.NewReader(bytes.NewReader(arcLogsGzip(b)))
+		require.NoError(b, err)
+		body, err := io.ReadAll(r)
+		require.NoError(b, err)
+		benchDecode(b, body, 1000)
+	})
+}
+
+func benchDecode(b *testing.B, body []byte, rows int) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
 
 // benchDir is a data directory on tmpfs when the machine has one.

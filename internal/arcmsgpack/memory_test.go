@@ -2,8 +2,11 @@ package arcmsgpack
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"runtime"
 	"testing"
 
@@ -182,24 +185,28 @@ func BenchmarkDecode(b *testing.B) {
 			rows[i] = row("cpu", time[i], map[string]any{"v": 1.5}, map[string]any{"host": strs[i]})
 		}
 		for name, body := range map[string][]byte{"columnar": columnar, "rows": pack(b, rows)} {
-			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
-				b.ReportAllocs()
-				b.SetBytes(int64(len(body)))
-				var used int64
-				for b.Loop() {
-					budget := NewBudget(1 << 30)
-					ms, err := DecodeWithin(body, budget)
-					if err != nil {
-						b.Fatal(err)
-					}
-					used = budget.Used()
-					rec := ms[0].Record(memory.DefaultAllocator)
-					rec.Release()
-				}
-				b.ReportMetric(float64(used)/float64(len(body)), "used/body")
-			})
+			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) { benchDecode(b, body, n) })
 		}
 	}
+	b.Run("arc_logs/1000", func(b *testing.B) { benchDecode(b, arcLogsBody(b), 1000) })
+}
+
+func benchDecode(b *testing.B, body []byte, rows int) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	var used int64
+	for b.Loop() {
+		budget := NewBudget(1 << 30)
+		ms, err := DecodeWithin(body, budget)
+		if err != nil {
+			b.Fatal(err)
+		}
+		used = budget.Used()
+		rec := ms[0].Record(memory.DefaultAllocator)
+		rec.Release()
+	}
+	b.ReportMetric(float64(used)/float64(len(body)), "used/body")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
 
 // TestRowsAreCharged: what gathering rows allocates (row tables, their
@@ -255,4 +262,21 @@ func TestRowsAreCharged(t *testing.T) {
 			assert.LessOrEqual(t, float64(got), raceAllocSlack*float64(b.Used()), "decoding rows allocated more than it charged")
 		})
 	}
+}
+
+// arcLogsGzip is a request of the load test's arc-logs scenario as its
+// driver sends them (ShapeNew: 1 000 rows of application_logs, every row
+// new, gzip level 1); receiver's benchmarks read it too.
+const arcLogsGzip = "testdata/arc_logs_1000.msgpack.gz"
+
+// arcLogsBody is arcLogsGzip decompressed.
+func arcLogsBody(tb testing.TB) []byte {
+	tb.Helper()
+	gz, err := os.ReadFile(arcLogsGzip)
+	require.NoError(tb, err)
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	require.NoError(tb, err)
+	body, err := io.ReadAll(r)
+	require.NoError(tb, err)
+	return body
 }
