@@ -327,6 +327,24 @@ func (col *Column) reserveString(n int) (int, error) {
 	return start, col.valid()
 }
 
+// sizeData gives a column whose values are known to hold n bytes of
+// strings (source.stringBytes) room for them all at once, when the budget
+// affords it; otherwise Data grows value by value (growData), and the
+// value past the budget is the one refused.
+func (col *Column) sizeData(n int) error {
+	if n <= cap(col.Data)-len(col.Data) || int64(len(col.Data))+int64(n) > math.MaxInt32 ||
+		int64(n) > col.budget.limit-col.budget.used {
+		return nil
+	}
+	if err := col.budget.take(int64(len(col.Data) + n)); err != nil {
+		return err
+	}
+	out := make([]byte, len(col.Data), len(col.Data)+n)
+	copy(out, col.Data)
+	col.Data = out
+	return nil
+}
+
 // growData makes room for n more bytes of strings in data, the column
 // holding rows values of hint announced. When the budget can afford it,
 // the new array is sized for every announced value at the average length

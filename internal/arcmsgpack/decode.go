@@ -534,10 +534,20 @@ func decodeColumn(d *source, name string, b *Budget) (Column, error) {
 	// A length prefix is only a claim: it caps how far a slice grows, it
 	// never sizes one, and every growth is charged to the budget first.
 	col.hint = n
-	for row := 0; row < n; row++ {
+	if size, ok := d.stringBytes(n); ok {
+		if err := col.sizeData(size); err != nil {
+			return Column{}, err
+		}
+	}
+	for row := 0; row < n; {
+		if k := d.run(&col, n-row); k > 0 {
+			row += k
+			continue
+		}
 		if err := col.add(d); err != nil {
 			return Column{}, err
 		}
+		row++
 	}
 	if err := col.checkUTF8(); err != nil {
 		return Column{}, err

@@ -332,3 +332,100 @@ func TestDecodeTakenColumnNames(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeRunsOfValues: a column's values are read in runs while they
+// keep to its kind and fit the window (source.run); whatever breaks a run
+// (another width, a null, a long string, a bad value) is read value by
+// value, with the same values and the same errors, naming the same row.
+func TestDecodeRunsOfValues(t *testing.T) {
+	long := strings.Repeat("é", 200) // str 16
+	times := func(n int) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = nowMs + int64(i)
+		}
+		return out
+	}
+	t.Run("values", func(t *testing.T) {
+		ints := []any{1, -1, 200, -100, 60_000, -30_000, 4_000_000_000, -2_000_000_000, uint64(math.MaxInt64), int64(math.MinInt64), nil, 7, 8}
+		floats := []any{1.5, float32(2.5), 3.25, 4, 5.5, nil, 6.5}
+		strs := []any{"a", "bb", strings.Repeat("x", 40), long, "c", nil, "d", ""}
+		ms, err := Decode(pack(t, obj("m", map[string]any{
+			"time": times(len(ints)), "i": ints,
+			"f": append(floats, make([]any, len(ints)-len(floats))...),
+			"s": append(strs, make([]any, len(ints)-len(strs))...),
+		})))
+		require.NoError(t, err)
+		cols := map[string]*Column{}
+		for i := range ms[0].Columns {
+			cols[ms[0].Columns[i].Name] = &ms[0].Columns[i]
+		}
+		assert.Equal(t, []int64{1, -1, 200, -100, 60_000, -30_000, 4_000_000_000, -2_000_000_000, math.MaxInt64, math.MinInt64, 0, 7, 8}, cols["i"].Ints)
+		assert.Equal(t, []float64{1.5, 2.5, 3.25, 4, 5.5, 0, 6.5, 0, 0, 0, 0, 0, 0}, cols["f"].Floats)
+		assert.Equal(t, []string{"a", "bb", strings.Repeat("x", 40), long, "c", "", "d", "", "", "", "", "", ""}, cols["s"].Strings())
+		assert.Equal(t, []bool{false, false, false, false, false, true, false, false, true, true, true, true, true}, cols["s"].Null)
+		for _, c := range cols {
+			assert.Equal(t, len(ints), c.Rows(), c.Name)
+		}
+	})
+	for _, tt := range []struct {
+		name   string
+		values any
+		msg    string
+	}{
+		{"NaN after a run", []float64{1, 2, 3, 4, 5, math.NaN(), 7}, `column "v" row 5: NaN`},
+		{"infinity after a run", []any{1.5, 2.5, float32(math.Inf(1))}, `column "v" row 2: NaN and infinities`},
+		{"uint 64 past int 64 after a run", []any{1, 2, 3, uint64(math.MaxInt64) + 1, 5}, `column "v" row 3: 9223372036854775808 does not fit`},
+		{"a string among ints after a run", []any{1, 2, 3, "x", 5}, `column "v" row 3: a string among int values`},
+		{"an int among strings after a run", []any{"a", "b", "c", 4}, `column "v" row 3: a int among string values`},
+		{"invalid UTF-8 after a run", []string{"a", "b", "c", "\xff", "e"}, `column "v" row 3: string is not valid UTF-8`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := reflectLen(tt.values)
+			_, err := Decode(pack(t, obj("cpu", map[string]any{"time": times(n), "v": tt.values})))
+			require.ErrorIs(t, err, ErrInput)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+func reflectLen(v any) int {
+	switch v := v.(type) {
+	case []float64:
+		return len(v)
+	case []string:
+		return len(v)
+	case []any:
+		return len(v)
+	}
+	panic("unknown slice")
+}
+
+// TestStringColumnsAreAllocatedOnce: a string column of a body held whole
+// gets its bytes in one allocation of their size, whatever the lengths of
+// its first values, and the budget counts that allocation alone.
+func TestStringColumnsAreAllocatedOnce(t *testing.T) {
+	strs := make([]any, 1000)
+	size := 0
+	for i := range strs {
+		s := strings.Repeat("x", 10+i%90) // short first values, longer later
+		if i%100 == 0 {
+			strs[i] = nil
+			continue
+		}
+		strs[i] = s
+		size += len(s)
+	}
+	times := make([]int64, len(strs))
+	for i := range times {
+		times[i] = nowMs + int64(i)
+	}
+	body := pack(t, obj("cpu", map[string]any{"time": times, "s": strs}))
+	b := NewBudget(0)
+	ms, err := DecodeWithin(body, b)
+	require.NoError(t, err)
+	s := ms[0].Columns[0]
+	assert.Equal(t, size, len(s.Data))
+	assert.Equal(t, size, cap(s.Data), "allocated at its size")
+	assert.Less(t, b.Used(), int64(size)*5/4+int64(len(times))*(8+4+1)+4096, "the bytes charged once")
+}

@@ -373,3 +373,171 @@ func (s *source) shortStrInto(col *Column) (bool, error) {
 	s.pos += head + n
 	return true, nil
 }
+
+// stringBytes is the size of the strings among the next n values when they
+// are all strings and nils and a body held whole holds them (a streamed
+// body's window seldom does): what a string column's Data takes. It reads
+// nothing.
+func (s *source) stringBytes(n int) (int, bool) {
+	if s.r != nil {
+		return 0, false
+	}
+	p := s.buf[s.pos:s.end]
+	total := 0
+	for range n {
+		if len(p) == 0 {
+			return 0, false
+		}
+		var head, size int
+		switch c := p[0]; {
+		case c == msgpcode.Nil:
+			head = 1
+		case msgpcode.IsFixedString(c):
+			head, size = 1, int(c&msgpcode.FixedStrMask)
+		case c == msgpcode.Str8 && len(p) >= 2:
+			head, size = 2, int(p[1])
+		case c == msgpcode.Str16 && len(p) >= 3:
+			head, size = 3, int(binary.BigEndian.Uint16(p[1:]))
+		case c == msgpcode.Str32 && len(p) >= 5:
+			head, size = 5, int(binary.BigEndian.Uint32(p[1:]))
+		default:
+			return 0, false
+		}
+		if len(p)-head < size {
+			return 0, false
+		}
+		total += size
+		p = p[head+size:]
+	}
+	return total, total > 0
+}
+
+// run reads the values that follow into a column without nulls, up to
+// max of them, for as long as each is of the column's kind, held whole in
+// the window and has room in the column's slices: a column's values but
+// its first, its growth and anything unusual, which go through add. It
+// returns how many it read. Per value it does only what add would: the
+// same checks, in a loop that does not ask for the kind again.
+func (s *source) run(col *Column, max int) int {
+	if col.Null != nil {
+		return 0
+	}
+	switch col.Kind {
+	case KindString:
+		return s.strRun(col, max)
+	case KindInt:
+		return s.intRun(col, max)
+	case KindFloat:
+		return s.floatRun(col, max)
+	}
+	return 0
+}
+
+// strRun is run for a string column: fixstr and str 8 values, checked as
+// UTF-8 with the column's other strings (checkUTF8).
+func (s *source) strRun(col *Column, max int) int {
+	if cap(col.Data) > math.MaxInt32 {
+		return 0 // reserveString refuses what passes it
+	}
+	p := s.buf[s.pos:s.end]
+	data, offsets := col.Data, col.Offsets
+	at, k := 0, 0
+	for ; k < max && at < len(p); k++ {
+		var head, n int
+		switch c := p[at]; {
+		case msgpcode.IsFixedString(c):
+			head, n = 1, int(c&msgpcode.FixedStrMask)
+		case c == msgpcode.Str8 && at+1 < len(p):
+			head, n = 2, int(p[at+1])
+		default:
+			n = -1
+		}
+		if n < 0 || len(p)-at-head < n || cap(data)-len(data) < n || len(offsets) == cap(offsets) {
+			break
+		}
+		data = append(data, p[at+head:at+head+n]...)
+		offsets = append(offsets, int32(len(data)))
+		at += head + n
+	}
+	col.Data, col.Offsets = data, offsets
+	col.rows += k
+	s.pos += at
+	return k
+}
+
+// intRun is run for an integer column: every integer type but a uint 64
+// past MaxInt64 (add refuses it).
+func (s *source) intRun(col *Column, max int) int {
+	p := s.buf[s.pos:s.end]
+	vals := col.Ints
+	at, k := 0, 0
+	for ; k < max && at < len(p) && len(vals) < cap(vals); k++ {
+		c := p[at]
+		if msgpcode.IsFixedNum(c) {
+			vals = append(vals, int64(int8(c)))
+			at++
+			continue
+		}
+		var v int64
+		var width int
+		q := p[at+1:]
+		switch {
+		case c == msgpcode.Uint8 && len(q) >= 1:
+			v, width = int64(q[0]), 1
+		case c == msgpcode.Int8 && len(q) >= 1:
+			v, width = int64(int8(q[0])), 1
+		case c == msgpcode.Uint16 && len(q) >= 2:
+			v, width = int64(binary.BigEndian.Uint16(q)), 2
+		case c == msgpcode.Int16 && len(q) >= 2:
+			v, width = int64(int16(binary.BigEndian.Uint16(q))), 2
+		case c == msgpcode.Uint32 && len(q) >= 4:
+			v, width = int64(binary.BigEndian.Uint32(q)), 4
+		case c == msgpcode.Int32 && len(q) >= 4:
+			v, width = int64(int32(binary.BigEndian.Uint32(q))), 4
+		case c == msgpcode.Int64 && len(q) >= 8,
+			c == msgpcode.Uint64 && len(q) >= 8 && binary.BigEndian.Uint64(q) <= math.MaxInt64:
+			v, width = int64(binary.BigEndian.Uint64(q)), 8
+		default:
+			width = -1
+		}
+		if width < 0 {
+			break
+		}
+		vals = append(vals, v)
+		at += 1 + width
+	}
+	col.Ints = vals
+	col.rows += k
+	s.pos += at
+	return k
+}
+
+// floatRun is run for a float column: float 64 and float 32 values but
+// NaN and infinities (add refuses them). Integers among them go through
+// add, which converts them.
+func (s *source) floatRun(col *Column, max int) int {
+	p := s.buf[s.pos:s.end]
+	vals := col.Floats
+	at, k := 0, 0
+	for ; k < max && at < len(p) && len(vals) < cap(vals); k++ {
+		var v float64
+		var width int
+		switch c := p[at]; {
+		case c == msgpcode.Double && len(p)-at >= 9:
+			v, width = math.Float64frombits(binary.BigEndian.Uint64(p[at+1:])), 8
+		case c == msgpcode.Float && len(p)-at >= 5:
+			v, width = float64(math.Float32frombits(binary.BigEndian.Uint32(p[at+1:]))), 4
+		default:
+			width = -1
+		}
+		if width < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			break
+		}
+		vals = append(vals, v)
+		at += 1 + width
+	}
+	col.Floats = vals
+	col.rows += k
+	s.pos += at
+	return k
+}
