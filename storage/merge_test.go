@@ -331,11 +331,12 @@ func columnEncodings(t *testing.T, path string) map[string][]string {
 
 // idsBatch is a measurement batch of n rows: trace_id a random 32-hex id
 // per row, shared_id one of n/4 such ids (as a trace's spans share one),
-// message distinct text of one template.
+// token a random id of 16 or 32 hex digits, message distinct text of one
+// template.
 func idsBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
 	fields := []arrow.Field{{Name: "time", Type: utcMicros}, {Name: "trace_id", Type: arrow.BinaryTypes.String},
-		{Name: "shared_id", Type: arrow.BinaryTypes.String}, {Name: "message", Type: arrow.BinaryTypes.String}}
+		{Name: "shared_id", Type: arrow.BinaryTypes.String}, {Name: "token", Type: arrow.BinaryTypes.String}, {Name: "message", Type: arrow.BinaryTypes.String}}
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
 	defer b.Release()
 	hour := t0.Truncate(time.Hour)
@@ -348,7 +349,8 @@ func idsBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, [
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(hour.Add(time.Duration(rng.Int64N(int64(time.Hour)))).UnixMicro()))
 		b.Field(1).(*array.StringBuilder).Append(hexID())
 		b.Field(2).(*array.StringBuilder).Append(shared[rng.IntN(len(shared))])
-		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("user %d signed in from 10.%d.%d.%d", i, rng.IntN(256), rng.IntN(256), rng.IntN(256)))
+		b.Field(3).(*array.StringBuilder).Append(hexID()[:16+16*rng.IntN(2)])
+		b.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("user %d signed in from 10.%d.%d.%d", i, rng.IntN(256), rng.IntN(256), rng.IntN(256)))
 	}
 	rec := b.NewRecordBatch()
 	tbl, err := MeasurementTable("spans", rec.Schema())
@@ -356,10 +358,12 @@ func idsBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, [
 	return tbl, rec, storagetest.IPC(t, rec)
 }
 
-// The flush writes pages of distinct random ids as literals-only zstd
-// frames (a third of zstd's CPU for ~7 % more bytes), and ids that repeat
-// or distinct text as zstd does; compaction reads them back and writes
-// the kept file with full zstd.
+// The flush writes ids of one width DELTA_LENGTH_BYTE_ARRAY, which zstd
+// takes to 4 bits a digit, pages of other distinct random ids (PLAIN,
+// each after its length) as literals-only zstd frames (a third of zstd's
+// CPU for ~7 % more bytes), and ids that repeat or distinct text as zstd
+// does; compaction reads them back and writes the kept file with full
+// zstd.
 func TestFlushedLiteralPagesCompactToZstd(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
@@ -374,9 +378,13 @@ func TestFlushedLiteralPagesCompactToZstd(t *testing.T) {
 	flushed := parquetFilesUnder(t, tableDir)
 	require.Len(t, flushed, 2)
 	// huff0 alone takes 32-hex ids (and their 4-byte lengths) to 1.91x,
-	// zstd to 2.06x (BenchmarkPageZstdByColumn).
+	// zstd to 2.06x (BenchmarkPageZstdByColumn); without the lengths
+	// both take them to 2.0x.
 	for _, f := range flushed {
-		assert.InDelta(t, 1.91, compressionRatio(t, f, "trace_id"), 0.03, "flushed: literals only")
+		assert.Contains(t, columnEncodings(t, f)["trace_id"], "DELTA_LENGTH_BYTE_ARRAY", "flushed: ids of one width")
+		assert.InDelta(t, 2.0, compressionRatio(t, f, "trace_id"), 0.01, "flushed: 4 bits a digit")
+		assert.Contains(t, columnEncodings(t, f)["token"], "PLAIN", "flushed: ids of two widths")
+		assert.InDelta(t, 1.91, compressionRatio(t, f, "token"), 0.03, "flushed: literals only")
 		assert.Greater(t, compressionRatio(t, f, "shared_id"), 2.5, "ids that repeat: zstd finds the copies")
 		assert.Greater(t, compressionRatio(t, f, "message"), 2.5, "distinct text: zstd finds the template")
 	}
@@ -387,7 +395,8 @@ func TestFlushedLiteralPagesCompactToZstd(t *testing.T) {
 	assert.Equal(t, sortedTexts(before), sortedTexts(tableRows(t, tableDir, nil)))
 	compacted := parquetFilesUnder(t, tableDir)
 	require.Len(t, compacted, 1)
-	assert.Greater(t, compressionRatio(t, compacted[0], "trace_id"), 2.0, "compacted: zstd")
+	assert.Greater(t, compressionRatio(t, compacted[0], "token"), 2.0, "compacted: zstd")
+	assert.Contains(t, columnEncodings(t, compacted[0])["trace_id"], "DELTA_LENGTH_BYTE_ARRAY", "compacted: ids of one width")
 }
 
 // compressionRatio is a column's uncompressed bytes over its compressed

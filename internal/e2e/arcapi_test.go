@@ -133,46 +133,61 @@ func TestArcWriteAPIEndToEnd(t *testing.T) {
 	assert.Equal(t, []map[string]any{{"t": "%2E.%2Fescape"}, {"t": "cpu"}}, tables, "the refused payloads wrote nothing")
 }
 
-// TestRandomIDPagesReadByEngines: the flush writes pages of random ids as
-// zstd frames of huff0-coded literals (internal/parquetfile's literals.go),
-// and pages of random floats and of the deltas of unordered times
-// (DELTA_BINARY_PACKED) as zstd frames of raw blocks; DuckDB, pyarrow and
-// Polars, each with its own zstd, read every id, value and time back.
+// TestRandomIDPagesReadByEngines: the flush writes ids (strings of one
+// width, some empty) DELTA_LENGTH_BYTE_ARRAY, pages of random tokens
+// (distinct strings of varying width, PLAIN) as zstd frames of
+// huff0-coded literals (internal/parquetfile's literals.go), and pages of
+// random floats and of the deltas of unordered times
+// (DELTA_BINARY_PACKED) as zstd frames of raw blocks; DuckDB, pyarrow,
+// Polars, ClickHouse and Spark, each with its own decoders, read every id,
+// value and time back.
 func TestRandomIDPagesReadByEngines(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)))
 	const rows = 30_000 // one page of ids of about 1 MiB, of values of 240 KB
 	base := time.Now().Add(-time.Hour).Truncate(time.Hour).UnixNano()
-	times, seqs, ids, values := make([]int64, rows), make([]int64, rows), make([]string, rows), make([]float64, rows)
+	times, seqs, values := make([]int64, rows), make([]int64, rows), make([]float64, rows)
+	ids, parents, tokens := make([]string, rows), make([]string, rows), make([]string, rows)
 	for i := range rows {
 		// Times in random order within a minute, at the microsecond.
 		times[i], seqs[i] = base+rand.Int64N(60e6)*1000, int64(i)
 		ids[i] = fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+		if i%3 != 0 { // a root span has no parent: lengths 0 and 16
+			parents[i] = fmt.Sprintf("%016x", rand.Uint64())
+		}
+		tokens[i] = fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())[:16+rand.IntN(17)]
 		values[i] = 10 + 490*rand.Float64()
 	}
-	body := pack(t, map[string]any{"m": "spans", "columns": map[string]any{"time": times, "seq": seqs, "trace_id": ids, "value": values}})
+	body := pack(t, map[string]any{"m": "spans", "columns": map[string]any{"time": times, "seq": seqs, "trace_id": ids, "parent_id": parents, "token": tokens, "value": values}})
 	require.Equal(t, http.StatusNoContent, post(t, "http://"+sc.http+"/api/v1/write/msgpack", body, nil))
 	sc.stop(t, 30*time.Second)
 
 	var all strings.Builder
 	for i := range rows {
-		fmt.Fprintf(&all, "%s %d %.17g,", ids[i], times[i]/1000, values[i])
+		fmt.Fprintf(&all, "%s %s %s %d %.17g,", ids[i], parents[i], tokens[i], times[i]/1000, values[i])
 	}
 	sum := md5.Sum([]byte(all.String()))
 	want := hex.EncodeToString(sum[:])
 	spans := parquetOf(dataDir, "default", "spans")
-	got := duckdb(t, "SELECT count(*) AS n, md5(string_agg(trace_id || ' ' || epoch_us(time) || ' ' || printf('%.17g', value) || ',', '' ORDER BY seq)) AS ids FROM "+spans)[0]
+	got := duckdb(t, "SELECT count(*) AS n, md5(string_agg(trace_id || ' ' || parent_id || ' ' || token || ' ' || epoch_us(time) || ' ' || printf('%.17g', value) || ',', '' ORDER BY seq)) AS ids FROM "+spans)[0]
 	assert.EqualValues(t, rows, got["n"])
 	assert.Equal(t, want, got["ids"], "DuckDB reads every id, time and value")
+	for _, col := range []string{"trace_id", "parent_id"} {
+		encodings := duckdb(t, "SELECT DISTINCT encodings FROM parquet_metadata('"+filepath.Join(dataDir, "default", "spans")+"/**/*.parquet') WHERE path_in_schema = '"+col+"'")
+		require.NotEmpty(t, encodings, col)
+		for _, e := range encodings {
+			assert.Contains(t, e["encodings"], "DELTA_LENGTH_BYTE_ARRAY", col)
+		}
+	}
 
 	script := `import sys, glob, hashlib, pyarrow.parquet as pq, polars as pl
 files = glob.glob(sys.argv[1] + '/**/*.parquet', recursive=True)
-def digest(ids, times, values):
-    return hashlib.md5(''.join('%s %d %.17g,' % row for row in zip(ids, times, values)).encode()).hexdigest()
-t = pq.ParquetDataset(files).read(columns=['seq', 'trace_id', 'time', 'value']).sort_by('seq')
-print(digest(t.column('trace_id').to_pylist(), t.column('time').cast('int64').to_pylist(), t.column('value').to_pylist()))
+def digest(*cols):
+    return hashlib.md5(''.join('%s %s %s %d %.17g,' % row for row in zip(*cols)).encode()).hexdigest()
+t = pq.ParquetDataset(files).read(columns=['seq', 'trace_id', 'parent_id', 'token', 'time', 'value']).sort_by('seq')
+print(digest(*(t.column(c).to_pylist() for c in ('trace_id', 'parent_id', 'token')), t.column('time').cast('int64').to_pylist(), t.column('value').to_pylist()))
 p = pl.read_parquet(files, hive_partitioning=False).sort('seq')
-print(digest(p['trace_id'].to_list(), p['time'].dt.epoch('us').to_list(), p['value'].to_list()))`
+print(digest(p['trace_id'].to_list(), p['parent_id'].to_list(), p['token'].to_list(), p['time'].dt.epoch('us').to_list(), p['value'].to_list()))`
 	cmd := exec.Command("python3", "-c", script, filepath.Join(dataDir, "default", "spans"))
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py")+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "polars"))
 	out, err := cmd.CombinedOutput()
@@ -183,18 +198,20 @@ print(digest(p['trace_id'].to_list(), p['time'].dt.epoch('us').to_list(), p['val
 	assert.Equal(t, want, lines[1], "Polars reads every id, time and value")
 
 	// ClickHouse (chdb-core): the same sums of the ids, times and values.
-	var idSum uint64
+	var idSum, parentSum, tokenSum uint64
 	var timeSum int64 // µs after base: the times themselves would overflow
 	var valueSum float64
 	for i := range rows {
 		idSum += uint64(crc32.ChecksumIEEE([]byte(ids[i])))
+		parentSum += uint64(crc32.ChecksumIEEE([]byte(parents[i])))
+		tokenSum += uint64(crc32.ChecksumIEEE([]byte(tokens[i])))
 		timeSum += (times[i] - base) / 1000
 		valueSum += values[i]
 	}
 	chdb := filepath.Join(repoRoot, ".tools", "chdb")
 	cmd = exec.Command("python3", "-c", chdbScript)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+chdb)
-	cmd.Stdin = strings.NewReader("SELECT count() AS n, sum(CRC32(trace_id)) AS ids, sum(toUnixTimestamp64Micro(time) - " + strconv.FormatInt(base/1000, 10) + ") AS times, sum(value) AS values " +
+	cmd.Stdin = strings.NewReader("SELECT count() AS n, sum(CRC32(trace_id)) AS ids, sum(CRC32(parent_id)) AS parents, sum(CRC32(token)) AS tokens, sum(toUnixTimestamp64Micro(time) - " + strconv.FormatInt(base/1000, 10) + ") AS times, sum(value) AS values " +
 		"FROM file('" + filepath.Join(dataDir, "default", "spans") + "/**/*.parquet', Parquet)")
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, "clickhouse: %s", out)
@@ -202,6 +219,26 @@ print(digest(p['trace_id'].to_list(), p['time'].dt.epoch('us').to_list(), p['val
 	require.Len(t, ch, 1, string(out))
 	assert.EqualValues(t, rows, ch[0]["n"])
 	assert.EqualValues(t, idSum, ch[0]["ids"], "ClickHouse reads every id")
+	assert.EqualValues(t, parentSum, ch[0]["parents"], "ClickHouse reads every parent id")
+	assert.EqualValues(t, tokenSum, ch[0]["tokens"], "ClickHouse reads every token")
 	assert.EqualValues(t, timeSum, ch[0]["times"], "ClickHouse reads every time")
 	assert.InDelta(t, valueSum, ch[0]["values"], 1e-6*valueSum, "ClickHouse reads every value")
+
+	t.Run("spark", func(t *testing.T) {
+		spark := sparkPath(t)
+		script := `import sys, hashlib
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+rows = spark.read.parquet(sys.argv[1]).selectExpr("seq", "trace_id", "parent_id", "token", "unix_micros(time) AS us", "value").orderBy("seq").collect()
+print(hashlib.md5("".join("%s %s %s %d %.17g," % (r.trace_id, r.parent_id, r.token, r.us, r.value) for r in rows).encode()).hexdigest())`
+		cmd := exec.Command("python3", "-c", script, filepath.Join(dataDir, "default", "spans"))
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+spark, "PYSPARK_PYTHON=python3")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "spark: %s", stderr.String())
+		assert.Equal(t, want, strings.TrimSpace(string(out)), "Spark reads every id, time and value")
+	})
 }

@@ -1,7 +1,9 @@
 package parquetfile_test
 
 import (
+	"bytes"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -63,9 +65,10 @@ func TestAllocationsDoNotGrowWithRows(t *testing.T) {
 				one, tenfold, perBatch, columns)
 			// Pages and buffers grow with rows: a few per column. arrow-go's
 			// DELTA_BINARY_PACKED encoder allocates once per miniblock of
-			// 32 values (the byte of its bit width): its columns may grow
-			// by that much, and no more.
-			miniblocks := float64(deltaColumns(tt.parquet) * (10000 - 1000) / 32)
+			// 32 values (the byte of its bit width), and so for the lengths
+			// of DELTA_LENGTH_BYTE_ARRAY (ids): those columns may grow by
+			// that much, and no more.
+			miniblocks := float64(deltaColumns(t, tt, large) * (10000 - 1000) / 32)
 			assert.Less(t, tenfold-one, 0.1*one+float64(8*columns)+miniblocks, "allocations grow with the rows of a batch")
 			// A further record costs pqarrow a chunk per column; handing it
 			// a dictionary chunk per record as well (arrow compute's Unique
@@ -97,12 +100,21 @@ func oneRecord(t *testing.T, tt benchTable, n int) arrow.RecordBatch {
 	return array.NewRecordBatch(tt.arrow, cols, int64(n))
 }
 
-// deltaColumns counts the columns of s encoded DELTA_BINARY_PACKED.
-func deltaColumns(s *parquet.Schema) int {
+// deltaColumns counts the columns of a file of rec encoded
+// DELTA_BINARY_PACKED or DELTA_LENGTH_BYTE_ARRAY.
+func deltaColumns(t *testing.T, tt benchTable, rec arrow.RecordBatch) int {
+	var buf bytes.Buffer
+	w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, ExpectedRows: 1000, LiteralPages: true})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec, nil))
+	require.NoError(t, w.Close())
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
 	n := 0
-	for _, path := range s.Columns() {
-		leaf, _ := s.Lookup(path...)
-		if enc := leaf.Node.Encoding(); enc != nil && enc.Encoding() == format.DeltaBinaryPacked {
+	for _, c := range f.Metadata().RowGroups[0].Columns {
+		if slices.ContainsFunc(c.MetaData.Encoding, func(e format.Encoding) bool {
+			return e == format.DeltaBinaryPacked || e == format.DeltaLengthByteArray
+		}) {
 			n++
 		}
 	}

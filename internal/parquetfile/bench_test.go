@@ -327,11 +327,16 @@ var encoders = []struct {
 		return parquetfile.WritePqarrow(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows}, recs)
 	}},
 	{"new", newEncoder},
-	// The new writer with DELTA_LENGTH_BYTE_ARRAY for the strings written
-	// without a dictionary, instead of PLAIN.
+	// The new writer with the top-level strings of one width written
+	// without a dictionary (ids) PLAIN, as before 2026-11-27, instead of
+	// DELTA_LENGTH_BYTE_ARRAY; and with every string without a dictionary
+	// DELTA_LENGTH_BYTE_ARRAY.
+	{"new-plain-ids", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		defer parquetfile.SetOneWidthIDs(parquetfile.SetOneWidthIDs(false))
+		return newEncoder(out, t, recs, rows)
+	}},
 	{"new-dlba-strings", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-		parquetfile.SetDeltaLengthStrings(true)
-		defer parquetfile.SetDeltaLengthStrings(false)
+		defer parquetfile.SetDeltaLengthStrings(parquetfile.SetDeltaLengthStrings(true))
 		return newEncoder(out, t, recs, rows)
 	}},
 	// The new writer at zstd level 1 (the fastest) or 3 (zstd's own

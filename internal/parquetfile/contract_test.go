@@ -458,3 +458,104 @@ func TestDictionaryColumnsOfNullsOnly(t *testing.T) {
 		}
 	}
 }
+
+// A top-level string column written without a dictionary whose values in
+// the first row group are of one width, empty ones and nulls aside (ids,
+// UUIDs), is written DELTA_LENGTH_BYTE_ARRAY, every other one PLAIN
+// (text of varying length, whose lengths zstd takes with it), and every
+// value reads back: in a measurement (dictionaries given up) and in the
+// OTLP tables (no dictionary by schema).
+func TestOneWidthStringsDeltaLength(t *testing.T) {
+	const rows = 5000
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: schema.TimestampType},
+		{Name: "request_id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "parent_id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "message", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	table, err := storage.MeasurementTable("requests", s)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(9, 9))
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	want := make([][4]*string, rows)
+	str := func(v string) *string { return &v }
+	for i := range rows {
+		want[i] = [4]*string{str(hex(r, 8) + "-" + hex(r, 4) + "-" + hex(r, 4) + "-" + hex(r, 4) + "-" + hex(r, 12)), nil,
+			str(fmt.Sprintf("order %s placed: %d items", hex(r, 12), r.IntN(200))), str(pick(r, regions))}
+		switch i % 3 { // a root has no parent: an empty id, or null
+		case 1:
+			want[i][1] = str(hex(r, 16))
+		case 2:
+			want[i][1] = str("")
+		}
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixMicro() + int64(i)))
+		for c, v := range want[i] {
+			if v == nil {
+				b.Field(c + 1).AppendNull()
+			} else {
+				b.Field(c + 1).(*array.StringBuilder).Append(*v)
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := parquetfile.NewWriter(&buf, table.Parquet, table.Arrow, parquetfile.Options{RowGroupRows: 2000, LiteralPages: true})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec, nil))
+	require.NoError(t, w.Close())
+
+	encodings := map[string]format.Encoding{"request_id": format.DeltaLengthByteArray, "parent_id": format.DeltaLengthByteArray, "message": format.Plain, "region": format.RLEDictionary}
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	require.Len(t, f.Metadata().RowGroups, 3)
+	cols := make([]int, 4)
+	for i, name := range []string{"request_id", "parent_id", "message", "region"} {
+		cols[i] = leafIndex(t, f.Schema(), name)
+		for g, rg := range f.Metadata().RowGroups {
+			assert.Contains(t, rg.Columns[cols[i]].MetaData.Encoding, encodings[name], "row group %d column %s", g, name)
+		}
+	}
+	_, got := readAll(t, buf.Bytes())
+	require.Len(t, got, rows)
+	for i, row := range got {
+		for _, v := range row {
+			if c := slices.Index(cols, v.Column()); c >= 0 {
+				if want[i][c] == nil {
+					require.True(t, v.IsNull(), "row %d column %d is null", i, c)
+				} else {
+					require.Equal(t, *want[i][c], v.String(), "row %d column %d", i, c)
+				}
+			}
+		}
+	}
+
+	for _, tt := range benchTables()[:3] { // the OTLP traces and logs
+		t.Run(tt.name, func(t *testing.T) {
+			recs := tt.batches(t, 2000)
+			defer func() {
+				for _, r := range recs {
+					r.Release()
+				}
+			}()
+			var buf bytes.Buffer
+			w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{BloomColumns: tt.bloom, LiteralPages: true})
+			require.NoError(t, err)
+			for _, rec := range recs {
+				require.NoError(t, w.Write(rec, nil))
+			}
+			require.NoError(t, w.Close())
+			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			require.NoError(t, err)
+			encodings := map[string]format.Encoding{"trace_id": format.DeltaLengthByteArray, "span_id": format.DeltaLengthByteArray,
+				"parent_span_id": format.DeltaLengthByteArray, "message": format.Plain}
+			for name, enc := range encodings {
+				if leaf, ok := f.Schema().Lookup(name); ok {
+					assert.Contains(t, f.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData.Encoding, enc, name)
+				}
+			}
+		})
+	}
+}

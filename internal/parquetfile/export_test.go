@@ -22,13 +22,25 @@ func NewOldWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Sche
 	return newOldWriter(out, schema, arrowSchema, opts)
 }
 
-// SetDeltaLengthStrings makes writers encode undictionaried strings
-// DELTA_LENGTH_BYTE_ARRAY instead of PLAIN, for BenchmarkEncode's variant.
-func SetDeltaLengthStrings(on bool) {
+// SetOneWidthIDs turns DELTA_LENGTH_BYTE_ARRAY for top-level strings of
+// one width (idEncoding) on or off, for BenchmarkEncode's variant; it
+// returns the previous setting.
+func SetOneWidthIDs(on bool) bool {
+	prev := oneWidthIDs
+	oneWidthIDs = on
+	return prev
+}
+
+// SetDeltaLengthStrings makes writers encode every string without a
+// dictionary DELTA_LENGTH_BYTE_ARRAY (on) or PLAIN; it returns the
+// previous setting.
+func SetDeltaLengthStrings(on bool) bool {
+	prev := stringEncoding == pq.Encodings.DeltaLengthByteArray
 	stringEncoding = pq.Encodings.Plain
 	if on {
 		stringEncoding = pq.Encodings.DeltaLengthByteArray
 	}
+	return prev
 }
 
 // SetZstdLevels sets the zstd levels of the files of flat and of nested
@@ -45,8 +57,7 @@ func SetZstdLevels(flat, nested int) (int, int) {
 // filters, page index, data page v2) but pqarrow's own dictionary
 // encoding and WriteBuffered, record by record.
 func WritePqarrow(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema, opts Options, recs []arrow.RecordBatch) error {
-	SetDeltaLengthStrings(true)
-	defer SetDeltaLengthStrings(false)
+	defer SetDeltaLengthStrings(SetDeltaLengthStrings(true))
 	w, err := NewWriter(out, schema, arrowSchema, opts)
 	if err != nil {
 		return err

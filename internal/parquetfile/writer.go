@@ -70,11 +70,32 @@ type Options struct {
 // read long runs, small enough that a writer holds little memory.
 const DefaultRowGroupRows = 128 * 1024
 
-// stringEncoding encodes the strings written without a dictionary: PLAIN.
-// DELTA_LENGTH_BYTE_ARRAY saves 2-4 % of the bytes after zstd but costs
-// CPU and allocates per block of 128 values (BenchmarkEncode's
-// new-dlba-strings, TestAllocationsDoNotGrowWithRows).
+// stringEncoding encodes the strings written without a dictionary:
+// PLAIN, or idEncoding for the top-level ones whose values are of one
+// width (oneWidth). DELTA_LENGTH_BYTE_ARRAY for every string saved 2-4 %
+// of the bytes after zstd, but on text (log messages) PLAIN compresses
+// better: zstd codes a length and the template after it as one match.
 var stringEncoding = pq.Encodings.Plain
+
+// idEncoding encodes a top-level string column written without a
+// dictionary whose values in the file's first row group are all of one
+// width, empty ones and nulls aside (trace, span and parent span ids,
+// request ids, UUIDs): DELTA_LENGTH_BYTE_ARRAY, the lengths delta-packed
+// in front (5 bytes per 128 values of one width), then the values back to
+// back. PLAIN puts a 4-byte length before each id, which zstd codes as a
+// match every few bytes; without them a page of random ids is hex alone,
+// which zstd's fastest level skips through finding nothing, at 3x the
+// speed and huff0's size (BenchmarkPageZstdByColumn's
+// hex32-ids-back-to-back). A flushed file of 86 000 spans with random ids
+// rewritten: 0.84x the CPU, 24.4 against 26.2 bytes per row (span_id 9.0
+// -> 8.0); of 260 000 Arc log rows: 0.88x, request_id 21.3 -> 18.5
+// (BenchmarkRewrite; docs/PERFORMANCE.md). arrow-go allocates a byte per
+// 32 lengths (TestAllocationsDoNotGrowWithRows allows for it).
+var idEncoding = pq.Encodings.DeltaLengthByteArray
+
+// oneWidthIDs: whether idEncoding has effect (benchmarks turn it off to
+// compare).
+var oneWidthIDs = true
 
 // DataPageBytes is the size of the data pages of every file, flushed or
 // compacted (arrow-go's default, which the flush had always used). zstd
@@ -327,6 +348,7 @@ func (w *Writer) start() error {
 			props = append(props, pq.WithDictionaryFor(m.keyPath, !m.keys.off), pq.WithDictionaryFor(m.valuePath, !m.values.off))
 		}
 	}
+	props = append(props, w.idEncodings()...)
 	fw, err := pqarrow.NewFileWriter(w.schema, w.out, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		return fmt.Errorf("start parquet file: %w", err)
@@ -337,6 +359,48 @@ func (w *Writer) start() error {
 		w.rgw, w.colIdx, w.ctx = rgw, colIdx, pqarrow.NewArrowWriteContext(context.Background(), &props)
 	}
 	return nil
+}
+
+// idEncodings gives idEncoding to the top-level string columns written
+// without a dictionary whose values in the first row group (pending) are
+// of one width.
+func (w *Writer) idEncodings() []pq.WriterProperty {
+	if !oneWidthIDs {
+		return nil
+	}
+	var props []pq.WriterProperty
+	for c, f := range w.schema.Fields() {
+		if id := f.Type.ID(); id != arrow.STRING && id != arrow.BINARY || w.dict[c] != nil && !w.dict[c].off {
+			continue
+		}
+		if oneWidth(w.pending, w.fields[c]) {
+			props = append(props, pq.WithEncodingFor(f.Name, idEncoding))
+		}
+	}
+	return props
+}
+
+// oneWidth reports whether the values of a string column in runs, empty
+// ones and nulls aside, are all of one width.
+func oneWidth(runs []run, col int) bool {
+	width := -1
+	for _, r := range runs {
+		a, ok := r.rec.Column(col).(interface{ ValueOffsets() []int32 })
+		if !ok {
+			return false
+		}
+		offsets := a.ValueOffsets()[r.start : r.end+1]
+		for i := 1; i < len(offsets); i++ {
+			switch n := int(offsets[i] - offsets[i-1]); {
+			case n == 0:
+			case width < 0:
+				width = n
+			case n != width:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // writerOnly hides an io.Closer: pqarrow closes a closable sink, and

@@ -123,6 +123,9 @@ func BenchmarkPageZstdByColumn(b *testing.B) {
 		page []byte
 	}{
 		{"hex32-ids", plainStrings(rows, func() string { return fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64()) })},
+		// The same without lengths, as a DELTA_LENGTH_BYTE_ARRAY page
+		// holds them after its few bytes of lengths.
+		{"hex32-ids-back-to-back", backToBack(rows, func() string { return fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64()) })},
 		{"status-codes", plainInt64s(rows, func() int64 { return statusCodes[r.IntN(len(statusCodes))] })},
 		{"times-in-a-minute", plainInt64s(rows, func() int64 { return 1_764_108_000_000_000_000 + r.Int64N(60e9) })},
 		{"text", pageLike(rows * 55)},
@@ -191,6 +194,15 @@ func plainStrings(n int, value func() string) []byte {
 		v := value()
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
 		b = append(b, v...)
+	}
+	return b
+}
+
+// backToBack is n values with nothing between them.
+func backToBack(n int, value func() string) []byte {
+	var b []byte
+	for range n {
+		b = append(b, value()...)
 	}
 	return b
 }
