@@ -100,7 +100,7 @@ func removeStaleSocket(path string) error {
 		return fmt.Errorf("check socket path: %w", err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket (%s); remove it or choose another path", path, fi.Mode().Type())
+		return fmt.Errorf("%s exists and is not a socket but %s; remove it or choose another path", path, fileKind(fi.Mode()))
 	}
 	conn, err := net.DialTimeout("unix", path, staleDialTimeout)
 	if err == nil {
@@ -114,4 +114,17 @@ func removeStaleSocket(path string) error {
 		return fmt.Errorf("remove stale socket: %w", err)
 	}
 	return nil
+}
+
+// fileKind names what a path holds, for an error.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m.Type()&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "a file of mode " + m.Type().String()
 }

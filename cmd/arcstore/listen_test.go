@@ -79,10 +79,18 @@ func TestListenUnixSocket(t *testing.T) {
 		}, "another process is listening on"},
 		{"a regular file", func(t *testing.T, path string) {
 			require.NoError(t, os.WriteFile(path, []byte("keep me"), 0o600))
-		}, "exists and is not a socket"},
+		}, "exists and is not a socket but a regular file"},
 		{"a directory", func(t *testing.T, path string) {
 			require.NoError(t, os.Mkdir(path, 0o700))
-		}, "exists and is not a socket"},
+		}, "exists and is not a socket but a directory"},
+		{"a symbolic link to a socket", func(t *testing.T, path string) {
+			target := filepath.Join(t.TempDir(), "real.sock")
+			l, err := net.Listen("unix", target)
+			require.NoError(t, err)
+			l.(*net.UnixListener).SetUnlinkOnClose(false)
+			require.NoError(t, l.Close())
+			require.NoError(t, os.Symlink(target, path))
+		}, "exists and is not a socket but a symbolic link"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "arcstore.sock")
