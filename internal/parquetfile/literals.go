@@ -21,7 +21,12 @@ import (
 // trace's spans share one, are matches zstd finds at any distance, which
 // a sample would miss. The codec then takes a page only where a sample of
 // its start shows zstd's matches paying less than literalsSlack: distinct
-// text (messages, paths) repeats its words.
+// text (messages, paths) repeats its words. Ids of one width are written
+// DELTA_LENGTH_BYTE_ARRAY (idEncoding) and keep zstd: with no length
+// before each id, its search skips through them at nearly huff0's speed
+// and size, and the lengths packed at the page's start tip the sample its
+// way. What takes these frames is distinct strings of varying width,
+// written PLAIN.
 const (
 	// literalsMinPage is the smallest page tested for literals-only
 	// coding: below it the test is not worth its fixed cost.
