@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Errors of a stream that does not decode. Each returned error wraps one.
@@ -46,24 +47,33 @@ var (
 // A table entry decodes one Huffman code from the low bits of the bit
 // buffer, with what the symbol means already looked up:
 //
-//	bits 0-3   length of the code (0: no code starts with these bits)
-//	bits 4-7   extra bits that follow the code (lengths, distances)
-//	bits 8-9   kind: literal, length, end of block, invalid symbol
-//	bit  10    two literals (pairEntry): bits 0-3 are both codes' length
-//	bits 16-31 value: the literal byte (and the second one's above it),
-//	           base length or base distance, or the symbol (code length
-//	           codes)
+//	bits 0-5   bits to consume: the code's length, plus the extra bits
+//	           that follow a length or distance code (0: no code starts
+//	           with these bits, the zero entry)
+//	bit  6     end of block
+//	bits 8-11  the code's length alone, where a match's extra bits start
+//	bit  12    literal (bits 16-23)
+//	bit  13    two literals (bits 16-23, then 24-31): bits 0-5 are both
+//	           codes' length
+//	bit  14    base length or base distance (bits 16-31), or the symbol
+//	           of a code length code
+//	bits 16-31 value
 //
-// A first-level entry for a code longer than the first level's bits
-// instead points to a second level: subEntry | offset<<16 | its bits<<4.
+// An entry with bits to consume and no flag is a symbol the format does
+// not define (length codes 286-287, distance codes 30-31). A first-level
+// entry for a code longer than the first level's bits instead points to a
+// second level: subEntry | offset<<16 | its bits<<8.
+//
+// Bits to consume that include the extra bits let the fast loop drop a
+// length or distance with one shift, and read its extra bits off the
+// critical path (extraBits).
 const (
-	kindLiteral = 0 << 8
-	kindLength  = 1 << 8
-	kindEnd     = 2 << 8
-	kindInvalid = 3 << 8
-	kindMask    = 3 << 8
-	pairEntry   = 1 << 10
-	subEntry    = 1 << 11
+	consumeMask  = 63
+	endEntry     = 1 << 6
+	literalEntry = 1 << 12
+	pairEntry    = 1 << 13
+	valueEntry   = 1 << 14
+	subEntry     = 1 << 15
 )
 
 // First-level bits of each table. The literal/length table's 2^11 entries
@@ -81,30 +91,31 @@ type table struct {
 	entries []uint32 // 2^bits first-level entries, then the second levels
 }
 
-// payload is what a symbol means, as entry bits 4-30.
+// payload is what a symbol means: its entry's flags and value, and in
+// bits 0-5 the number of extra bits that follow its code.
 type payload func(sym int) uint32
 
 func litLenPayload(sym int) uint32 {
 	switch {
 	case sym < endOfBlock:
-		return kindLiteral | uint32(sym)<<16
+		return literalEntry | uint32(sym)<<16
 	case sym == endOfBlock:
-		return kindEnd
+		return endEntry
 	case sym-endOfBlock-1 < len(lengthBase):
 		s := sym - endOfBlock - 1
-		return kindLength | uint32(lengthExtra[s])<<4 | uint32(lengthBase[s])<<16
+		return valueEntry | uint32(lengthExtra[s]) | uint32(lengthBase[s])<<16
 	}
-	return kindInvalid
+	return 0
 }
 
 func distPayload(sym int) uint32 {
 	if sym < len(distBase) {
-		return uint32(distExtra[sym])<<4 | uint32(distBase[sym])<<16
+		return valueEntry | uint32(distExtra[sym]) | uint32(distBase[sym])<<16
 	}
-	return kindInvalid
+	return 0
 }
 
-func symbolPayload(sym int) uint32 { return uint32(sym) << 16 }
+func symbolPayload(sym int) uint32 { return valueEntry | uint32(sym)<<16 }
 
 // build makes t decode the canonical code of the given code lengths (one
 // per symbol, 0 for unused). As zlib and Go's compress/flate, it takes a
@@ -149,7 +160,8 @@ func (t *table) build(lengths []uint8, bits uint, meaning payload) error {
 		}
 		rev := reverse(uint32(next[n]), uint(n))
 		next[n]++
-		entry := meaning(sym) | uint32(n)
+		p := meaning(sym)
+		entry := p&^consumeMask | uint32(n)<<8 | (uint32(n) + p&consumeMask)
 		if uint(n) <= bits {
 			for i := rev; i < uint32(size); i += 1 << n {
 				t.entries[i] = entry
@@ -160,7 +172,7 @@ func (t *table) build(lengths []uint8, bits uint, meaning payload) error {
 		// short code or the second level of longer ones.
 		prefix := rev & (uint32(size) - 1)
 		if t.entries[prefix]&subEntry == 0 {
-			t.entries[prefix] = subEntry | uint32(len(t.entries))<<16 | uint32(subBits)<<4
+			t.entries[prefix] = subEntry | uint32(len(t.entries))<<16 | uint32(subBits)<<8
 			t.entries = extend(t.entries, 1<<subBits)
 		}
 		off := t.entries[prefix] >> 16
@@ -180,16 +192,16 @@ func (t *table) pairLiterals() {
 	first := t.entries[:1<<t.bits]
 	for i := len(first) - 1; i >= 0; i-- {
 		e := first[i]
-		n := uint(e & 0xf)
-		if e&(kindMask|subEntry) != kindLiteral || n == 0 || n >= t.bits {
+		n := uint(e & consumeMask)
+		if e&literalEntry == 0 || n >= t.bits {
 			continue
 		}
 		e2 := first[i>>n]
-		n2 := uint(e2 & 0xf)
-		if e2&(kindMask|subEntry) != kindLiteral || n2 == 0 || n+n2 > t.bits {
+		n2 := uint(e2 & consumeMask)
+		if e2&(literalEntry|pairEntry) != literalEntry || n+n2 > t.bits {
 			continue
 		}
-		first[i] = kindLiteral | pairEntry | e&0xff0000 | e2&0xff0000<<8 | uint32(n+n2)
+		first[i] = literalEntry | pairEntry | e&0xff0000 | e2&0xff0000<<8 | uint32(n+n2)
 	}
 }
 
@@ -204,7 +216,13 @@ func (t *table) lookup(b uint64) uint32 {
 
 // second returns the entry of b in the second level first points to.
 func (t *table) second(first uint32, b uint64) uint32 {
-	return t.entries[first>>16+uint32(b>>t.bits)&(1<<(first>>4&0xf)-1)]
+	return t.entries[first>>16+uint32(b>>t.bits)&(1<<(first>>8&0xf)-1)]
+}
+
+// extraBits is the value of the extra bits of the length or distance
+// entry e decoded from b (the bit buffer before e's bits were dropped).
+func extraBits(e uint32, b uint64) int {
+	return int(b & (1<<(e&consumeMask) - 1) >> (e >> 8 & 0xf))
 }
 
 // extend returns s with n more zero entries.
@@ -221,12 +239,7 @@ func extend(s []uint32, n int) []uint32 {
 // Huffman codes most significant bit first into a stream read from the
 // least significant bit.
 func reverse(v uint32, n uint) uint32 {
-	var r uint32
-	for range n {
-		r = r<<1 | v&1
-		v >>= 1
-	}
-	return r
+	return uint32(bits.Reverse16(uint16(v))) >> (16 - n)
 }
 
 // decompressor holds the state of one gzip stream's decoding.
@@ -409,10 +422,10 @@ func (d *decompressor) dynamic() error {
 	for i := 0; i < nlit+ndist; {
 		d.refill()
 		e := d.codeLen.lookup(d.bits)
-		if e&0xf == 0 {
+		if e&consumeMask == 0 {
 			return errInvalidCode
 		}
-		d.take(uint(e & 0xf))
+		d.take(uint(e & consumeMask))
 		sym := int(e >> 16)
 		if sym < 16 {
 			lengths[i] = uint8(sym)
@@ -451,9 +464,10 @@ func (d *decompressor) dynamic() error {
 }
 
 // slack is the room the fast loop keeps past the output it writes: a
-// match is copied eight bytes at a time and may write up to seven past
-// its end (later output overwrites them).
-const slack = 8
+// match is copied 16 bytes at a time, the first 32 at once whatever its
+// length (most are shorter), and may write up to 29 bytes past its end
+// (later output overwrites them).
+const slack = 32
 
 // block decodes the symbols of a Huffman-coded block up to its end.
 //
@@ -461,8 +475,8 @@ const slack = 8
 // buffer and the output position live in locals, each turn loads up to
 // eight input bytes at once (at least 56 bits buffered, enough for a
 // length and distance with their extra bits: 48), and up to three
-// literals are decoded per load. Near the end of the input or of the
-// output it takes one symbol at a time through d.
+// literal entries are decoded per load. Near the end of the input or of
+// the output it takes one symbol at a time through d.
 func (d *decompressor) block(lt, dt *table) error {
 	for {
 		if d.pos+8 > len(d.in) || d.n > d.fastEnd() {
@@ -498,71 +512,63 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 	dFirst := (*[1 << distBits]uint32)(dt.entries)
 	// The state goes back to d where the loop ends well; no defer, whose
 	// closure over the locals would keep them out of registers.
-	last := d.fastEnd()
-	for pos+8 <= len(in) && n <= last {
-		bits |= binary.LittleEndian.Uint64(in[pos:]) << nbits
-		pos += int(63-nbits) >> 3
+	last, start := d.fastEnd(), d.start
+	for pos <= len(in)-8 && n <= last {
+		bits |= binary.LittleEndian.Uint64(in[pos:]) << (nbits & 63)
+		pos += int(63-nbits&63) >> 3
 		nbits |= 56
 
 		e := llFirst[bits&(1<<litLenBits-1)]
 		if e&subEntry != 0 {
-			e = lt.second(e, bits)
+			e = lt.entries[e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1)]
 		}
-		if e&kindMask == kindLiteral && e&0xf != 0 {
+		if e&literalEntry != 0 {
 			// Up to three entries of literals per load: each takes at
 			// most 15 of the 56 bits, and writes one or two bytes.
 			for k := 0; ; k++ {
-				bits >>= e & 0xf
-				nbits -= uint(e & 0xf)
+				bits >>= e & consumeMask
+				nbits -= uint(e & consumeMask)
 				binary.LittleEndian.PutUint16(out[n:], uint16(e>>16))
-				n += 1 + int(e>>10&1)
+				n += 1 + int(e>>13&1)
 				if k == 2 {
 					break
 				}
 				e = llFirst[bits&(1<<litLenBits-1)]
 				if e&subEntry != 0 {
-					e = lt.second(e, bits)
+					e = lt.entries[e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1)]
 				}
-				if e&kindMask != kindLiteral || e&0xf == 0 {
+				if e&literalEntry == 0 {
 					break
 				}
 			}
 			continue
 		}
-		if e&0xf == 0 {
-			return false, errInvalidCode
+		if e&valueEntry == 0 {
+			if e&endEntry != 0 {
+				bits >>= e & consumeMask
+				nbits -= uint(e & consumeMask)
+				d.pos, d.bits, d.nbits, d.n = pos, bits, nbits, n
+				return true, nil
+			}
+			return false, invalidLitLen(e)
 		}
-		bits >>= e & 0xf
-		nbits -= uint(e & 0xf)
-		switch e & kindMask {
-		case kindEnd:
-			d.pos, d.bits, d.nbits, d.n = pos, bits, nbits, n
-			return true, nil
-		case kindInvalid:
-			return false, errInvalidLength
-		}
-		extra := e >> 4 & 0xf
-		length := int(e>>16) + int(bits&(1<<extra-1))
-		bits >>= extra
-		nbits -= uint(extra)
+		saved := bits
+		bits >>= e & consumeMask
+		nbits -= uint(e & consumeMask)
+		length := int(e>>16) + extraBits(e, saved)
 
 		e = dFirst[bits&(1<<distBits-1)]
 		if e&subEntry != 0 {
-			e = dt.second(e, bits)
+			e = dt.entries[e>>16+uint32(bits>>distBits)&(1<<(e>>8&0xf)-1)]
 		}
-		if e&0xf == 0 {
-			return false, errInvalidCode
+		if e&valueEntry == 0 {
+			return false, invalidDist(e)
 		}
-		if e&kindMask == kindInvalid {
-			return false, errInvalidDistance
-		}
-		bits >>= e & 0xf
-		nbits -= uint(e & 0xf)
-		extra = e >> 4 & 0xf
-		back := int(e>>16) + int(bits&(1<<extra-1))
-		bits >>= extra
-		nbits -= uint(extra)
-		if back > n-d.start {
+		saved = bits
+		bits >>= e & consumeMask
+		nbits -= uint(e & consumeMask)
+		back := int(e>>16) + extraBits(e, saved)
+		if back > n-start {
 			return false, fmt.Errorf("%w: distance %d reaches before the start", ErrCorrupt, back)
 		}
 		copyMatch(out, n, back, length)
@@ -578,21 +584,49 @@ var (
 	errInvalidDistance = fmt.Errorf("%w: invalid distance code", ErrCorrupt)
 )
 
+// invalidLitLen is the error of a literal/length entry that is neither a
+// literal, a length nor the end of the block.
+func invalidLitLen(e uint32) error {
+	if e&consumeMask == 0 {
+		return errInvalidCode
+	}
+	return errInvalidLength
+}
+
+// invalidDist is the error of a distance entry without a distance.
+func invalidDist(e uint32) error {
+	if e&consumeMask == 0 {
+		return errInvalidCode
+	}
+	return errInvalidDistance
+}
+
 // copyMatch writes length bytes at out[n:] from back bytes before, which
 // may overlap what it writes (a run when back < length). out has slack
 // bytes past n+length.
 func copyMatch(out []byte, n, back, length int) {
 	from := n - back
-	if back >= slack {
-		// Eight bytes at a time: each read ends at or before the bytes
-		// being written.
+	switch {
+	case back >= 16:
+		// Each 16-byte read ends at or before the bytes being written.
+		*(*[16]byte)(out[n:]) = *(*[16]byte)(out[from:])
+		*(*[16]byte)(out[n+16:]) = *(*[16]byte)(out[from+16:])
+		for i := 32; i < length; i += 16 {
+			*(*[16]byte)(out[n+i:]) = *(*[16]byte)(out[from+i:])
+		}
+	case back >= 8:
 		for i := 0; i < length; i += 8 {
 			binary.LittleEndian.PutUint64(out[n+i:], binary.LittleEndian.Uint64(out[from+i:]))
 		}
-		return
-	}
-	for i := range length {
-		out[n+i] = out[from+i]
+	case back == 1:
+		run := uint64(out[from]) * 0x0101010101010101
+		for i := 0; i < length; i += 8 {
+			binary.LittleEndian.PutUint64(out[n+i:], run)
+		}
+	default:
+		for i := range length {
+			out[n+i] = out[from+i]
+		}
 	}
 }
 
@@ -605,13 +639,10 @@ func (d *decompressor) slowSymbol(lt, dt *table) (end bool, err error) {
 		return false, fmt.Errorf("%w: inside a block", ErrTruncated)
 	}
 	e := lt.lookup(d.bits)
-	if e&0xf == 0 {
-		return false, errInvalidCode
-	}
-	d.take(uint(e & 0xf))
-	switch e & kindMask {
-	case kindLiteral:
-		if err := d.room(1 + int(e>>10&1)); err != nil {
+	switch {
+	case e&literalEntry != 0:
+		d.take(uint(e & consumeMask))
+		if err := d.room(1 + int(e>>13&1)); err != nil {
 			return false, err
 		}
 		d.out[d.n] = byte(e >> 16)
@@ -621,21 +652,22 @@ func (d *decompressor) slowSymbol(lt, dt *table) (end bool, err error) {
 			d.n++
 		}
 		return false, nil
-	case kindEnd:
+	case e&endEntry != 0:
+		d.take(uint(e & consumeMask))
 		return true, nil
-	case kindInvalid:
-		return false, errInvalidLength
+	case e&valueEntry == 0:
+		return false, invalidLitLen(e)
 	}
-	length := int(e>>16) + int(d.take(uint(e>>4&0xf)))
+	saved := d.bits
+	d.take(uint(e & consumeMask))
+	length := int(e>>16) + extraBits(e, saved)
 	e = dt.lookup(d.bits)
-	if e&0xf == 0 {
-		return false, errInvalidCode
+	if e&valueEntry == 0 {
+		return false, invalidDist(e)
 	}
-	if e&kindMask == kindInvalid {
-		return false, errInvalidDistance
-	}
-	d.take(uint(e & 0xf))
-	back := int(e>>16) + int(d.take(uint(e>>4&0xf)))
+	saved = d.bits
+	d.take(uint(e & consumeMask))
+	back := int(e>>16) + extraBits(e, saved)
 	if back > d.n-d.start {
 		return false, fmt.Errorf("%w: distance %d reaches before the start", ErrCorrupt, back)
 	}
