@@ -465,8 +465,9 @@ func (d *decompressor) dynamic() error {
 
 // slack is the room the fast loop keeps past the output it writes: a
 // match is copied 16 bytes at a time, the first 32 at once whatever its
-// length (most are shorter), and may write up to 29 bytes past its end
-// (later output overwrites them).
+// length (most are shorter), and may write up to 29 bytes past its end;
+// literals are written eight bytes at a time (later output overwrites
+// the bytes past the end).
 const slack = 32
 
 // block decodes the symbols of a Huffman-coded block up to its end.
@@ -497,8 +498,12 @@ func (d *decompressor) block(lt, dt *table) error {
 // decode a symbol: a whole match, and the slack, fit in the output and
 // within the limit.
 func (d *decompressor) fastEnd() int {
-	return min(len(d.out)-maxMatch-slack, d.limit-maxMatch)
+	return min(len(d.out)-maxMatch-slack, d.limit-maxMatch) - fastLiterals
 }
+
+// fastLiterals is the most output of one turn of the fast loop's
+// literals, which may be followed by a match.
+const fastLiterals = 6
 
 // fast decodes symbols while at least 8 input bytes and a whole match's
 // output are left; it returns when they are not, or at the block's end.
@@ -523,13 +528,16 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 			e = lt.entries[e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1)]
 		}
 		if e&literalEntry != 0 {
-			// Up to three entries of literals per load: each takes at
-			// most 15 of the 56 bits, and writes one or two bytes.
+			// Up to three entries of literals per load (each takes at
+			// most 15 of the 56 bits), gathered in a word written at
+			// once: one or two bytes each, six at most.
+			var lits uint64
+			var shift uint
 			for k := 0; ; k++ {
 				bits >>= e & consumeMask
 				nbits -= uint(e & consumeMask)
-				binary.LittleEndian.PutUint16(out[n:], uint16(e>>16))
-				n += 1 + int(e>>13&1)
+				lits |= uint64(e>>16) << (shift & 63)
+				shift += 8 + uint(e>>10&8)
 				if k == 2 {
 					break
 				}
@@ -541,7 +549,21 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 					break
 				}
 			}
-			continue
+			binary.LittleEndian.PutUint64(out[n:], lits)
+			n += int(shift >> 3)
+			if e&literalEntry != 0 {
+				continue
+			}
+			// The literals ended on another symbol, whose entry is
+			// looked up: load the bits its length and distance may
+			// take (at most two entries were consumed), and decode it
+			// here. n is at most last+6: fastEnd keeps room for that.
+			if pos > len(in)-8 {
+				break
+			}
+			bits |= binary.LittleEndian.Uint64(in[pos:]) << (nbits & 63)
+			pos += int(63-nbits&63) >> 3
+			nbits |= 56
 		}
 		if e&valueEntry == 0 {
 			if e&endEntry != 0 {
@@ -571,7 +593,15 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 		if back > n-start {
 			return false, fmt.Errorf("%w: distance %d reaches before the start", ErrCorrupt, back)
 		}
-		copyMatch(out, n, back, length)
+		if back >= 16 && length <= 32 {
+			// Most matches: two 16-byte copies, the second reading
+			// what the first wrote when back < 32.
+			src, dst := (*[32]byte)(out[n-back:]), (*[32]byte)(out[n:])
+			*(*[16]byte)(dst[:]) = *(*[16]byte)(src[:])
+			*(*[16]byte)(dst[16:]) = *(*[16]byte)(src[16:])
+		} else {
+			copyMatch(out, n, back, length)
+		}
 		n += length
 	}
 	d.pos, d.bits, d.nbits, d.n = pos, bits, nbits, n
