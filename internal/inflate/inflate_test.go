@@ -276,17 +276,43 @@ func TestGunzipUsesTheBufferGiven(t *testing.T) {
 }
 
 // FuzzGunzip compares Gunzip with compress/gzip on streams compressed
-// from the fuzzer's bytes and then damaged: both must decode the same
-// bytes or both refuse.
+// from the fuzzer's bytes (by klauspost's writer at every level, stored,
+// Huffman only and constant among them, or Go's own), whole and then
+// damaged at up to three places: both must decode the same bytes or both
+// refuse. Each stream is also decoded under a limit below its size, which
+// Gunzip must refuse without holding more.
 func FuzzGunzip(f *testing.F) {
 	for _, data := range [][]byte{[]byte("hello hello hello"), bytes.Repeat([]byte{0}, 1000), []byte("0123456789abcdef0123")} {
-		f.Add(data, uint8(1), uint16(0), uint8(0))
+		f.Add(data, uint8(1), uint16(0), uint8(0), uint16(0), uint8(0))
+		f.Add(data, uint8(11), uint16(3), uint8(0x40), uint16(7), uint8(1))
 	}
-	f.Fuzz(func(t *testing.T, data []byte, level uint8, at uint16, xor uint8) {
-		lv := int(level%11) - 2 // -2 (Huffman only) to 9
-		src := gzipped(t, data, lv)
-		if xor != 0 {
-			src[int(at)%len(src)] ^= xor
+	f.Fuzz(func(t *testing.T, data []byte, level uint8, at uint16, xor uint8, at2 uint16, xor2 uint8) {
+		var src []byte
+		if lv := int(level % 13); lv < 12 {
+			src = gzipped(t, data, lv-2) // -2 (Huffman only) to 9
+		} else {
+			var buf bytes.Buffer
+			zw, err := stdgzip.NewWriterLevel(&buf, int(level>>4)%10)
+			require.NoError(t, err)
+			_, _ = zw.Write(data)
+			require.NoError(t, zw.Close())
+			src = buf.Bytes()
+		}
+		compare(t, src)
+		if len(data) > 0 {
+			got, err := inflate.Gunzip(nil, src, len(data)-1)
+			require.ErrorIs(t, err, inflate.ErrTooLarge)
+			require.Nil(t, got)
+		}
+		if xor == 0 && xor2 == 0 {
+			return
+		}
+		src[int(at)%len(src)] ^= xor
+		src[int(at2)%len(src)] ^= xor2
+		if xor2 != 0 && xor2 == xor {
+			// A third byte: the last one of the body, often the last
+			// block's end.
+			src[len(src)-9] ^= 0x5a
 		}
 		compare(t, src)
 	})
@@ -311,6 +337,8 @@ func FuzzGunzipRaw(f *testing.F) {
 	})
 }
 
+// compare decodes src with compress/gzip and with Gunzip, with no limit
+// and with limits at and below the reference's size.
 func compare(t *testing.T, src []byte) {
 	want, refErr := reference(src)
 	got, err := inflate.Gunzip(nil, src, noLimit)
@@ -320,4 +348,12 @@ func compare(t *testing.T, src []byte) {
 	}
 	require.NoError(t, err, "compress/gzip decodes %d bytes", len(want))
 	require.True(t, bytes.Equal(want, got), "outputs differ")
+	got, err = inflate.Gunzip(nil, src, len(want))
+	require.NoError(t, err, "at a limit of its size")
+	require.True(t, bytes.Equal(want, got), "outputs differ at a limit of its size")
+	if len(want) > 0 {
+		got, err = inflate.Gunzip(nil, src, len(want)/2)
+		require.ErrorIs(t, err, inflate.ErrTooLarge)
+		require.Nil(t, got)
+	}
 }
