@@ -86,9 +86,30 @@ const (
 	codeLenBits = 7
 )
 
+// Most entries a table may need, as powers of two: the first level and
+// a second level of the longest code's size for each symbol that may have
+// a longer code (literal/length: 2^11 + 286<<4 = 6624; distance: 2^8 +
+// 30<<7 = 4096). The fast loop masks its second-level index to these
+// sizes, which its tables are allocated with, and needs no bounds check.
+const (
+	litLenEntries = 1 << 13
+	distEntries   = 1 << 12
+)
+
 type table struct {
 	bits    uint
 	entries []uint32 // 2^bits first-level entries, then the second levels
+}
+
+// entriesFor is the capacity of a table of the given first-level bits.
+func entriesFor(bits uint) int {
+	switch bits {
+	case litLenBits:
+		return litLenEntries
+	case distBits:
+		return distEntries
+	}
+	return 1 << bits
 }
 
 // payload is what a symbol means: its entry's flags and value, and in
@@ -130,8 +151,8 @@ func (t *table) build(lengths []uint8, bits uint, meaning payload) error {
 	}
 	size := 1 << bits
 	t.bits = bits
-	if cap(t.entries) < size {
-		t.entries = make([]uint32, size, 4*size)
+	if cap(t.entries) < entriesFor(bits) {
+		t.entries = make([]uint32, size, entriesFor(bits))
 	}
 	t.entries = t.entries[:size]
 	clear(t.entries)
@@ -508,13 +529,13 @@ const fastLiterals = 6
 // fast decodes symbols while at least 8 input bytes and a whole match's
 // output are left; it returns when they are not, or at the block's end.
 func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
+	// Whole tables as arrays: indexing them with a masked value needs
+	// no bounds check, and the masks are constants.
 	in, pos := d.in, d.pos
 	bits, nbits := d.bits, d.nbits
 	out, n := d.out, d.n
-	// First levels as arrays: indexing them with a masked value needs no
-	// bounds check, and the masks are constants.
-	llFirst := (*[1 << litLenBits]uint32)(lt.entries)
-	dFirst := (*[1 << distBits]uint32)(dt.entries)
+	llFirst := (*[litLenEntries]uint32)(lt.entries[:litLenEntries])
+	dFirst := (*[distEntries]uint32)(dt.entries[:distEntries])
 	// The state goes back to d where the loop ends well; no defer, whose
 	// closure over the locals would keep them out of registers.
 	last, start := d.fastEnd(), d.start
@@ -525,7 +546,7 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 
 		e := llFirst[bits&(1<<litLenBits-1)]
 		if e&subEntry != 0 {
-			e = lt.entries[e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1)]
+			e = llFirst[(e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1))&(litLenEntries-1)]
 		}
 		if e&literalEntry != 0 {
 			// Up to three entries of literals per load (each takes at
@@ -543,7 +564,7 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 				}
 				e = llFirst[bits&(1<<litLenBits-1)]
 				if e&subEntry != 0 {
-					e = lt.entries[e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1)]
+					e = llFirst[(e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1))&(litLenEntries-1)]
 				}
 				if e&literalEntry == 0 {
 					break
@@ -581,7 +602,7 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 
 		e = dFirst[bits&(1<<distBits-1)]
 		if e&subEntry != 0 {
-			e = dt.entries[e>>16+uint32(bits>>distBits)&(1<<(e>>8&0xf)-1)]
+			e = dFirst[(e>>16+uint32(bits>>distBits)&(1<<(e>>8&0xf)-1))&(distEntries-1)]
 		}
 		if e&valueEntry == 0 {
 			return false, invalidDist(e)
