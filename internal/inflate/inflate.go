@@ -563,11 +563,14 @@ func (d *decompressor) fast(lt, dt *table) (end bool, err error) {
 					break
 				}
 				e = llFirst[bits&(1<<litLenBits-1)]
-				if e&subEntry != 0 {
-					e = llFirst[(e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1))&(litLenEntries-1)]
-				}
 				if e&literalEntry == 0 {
-					break
+					if e&subEntry == 0 {
+						break
+					}
+					e = llFirst[(e>>16+uint32(bits>>litLenBits)&(1<<(e>>8&0xf)-1))&(litLenEntries-1)]
+					if e&literalEntry == 0 {
+						break
+					}
 				}
 			}
 			binary.LittleEndian.PutUint64(out[n:], lits)
