@@ -47,8 +47,39 @@ const (
 // (the sidecar has 512 MiB in all).
 const flushBufferLimit = 32 << 20
 
+// writerPool keeps the buffers of the Parquet writers: those of the
+// allocator every Writer gives arrow-go (writerBuffers), and those that
+// arrow-go's page encoders grow out of (growthBuffers).
+var writerPool = newBufferPool(flushBufferLimit)
+
 // writerBuffers is the allocator every Writer gives arrow-go.
-var writerBuffers memory.Allocator = newBufferPool(flushBufferLimit)
+var writerBuffers memory.Allocator = writerPool
+
+// growthBuffers is arrow-go's memory.DefaultAllocator in every process that
+// writes Parquet with this package. arrow-go's page encoders write into
+// buffers of a pool of its own that allocates with memory.DefaultAllocator,
+// whatever allocator the writer is given; that pool is a sync.Pool, emptied
+// by every garbage collection, so a flush finds it empty and each page
+// encoder grows its buffer again by doubling from 1 KiB to the 1 MiB page
+// (DataPageBytes): with the GoAllocator, every step allocated, zeroed and
+// copied a new buffer and left the old one to the collector, 35 % of the
+// bytes the sidecar allocated at four OTLP clients. growthBuffers keeps the
+// buffers a growth replaces and hands them to the next growth.
+//
+// It frees nothing else: arrow-go code outside the writers (IPC decoding,
+// builders) takes memory.DefaultAllocator too, and GoAllocator's Free is a
+// no-op, so a buffer released while a slice of it is still read stays
+// correct as it was. A buffer replaced by Reallocate is one that nothing
+// reads any more: arrow-go's C allocators (realloc) free it too.
+type growthBuffers struct{ p *bufferPool }
+
+func (g growthBuffers) Allocate(size int) []byte { return g.p.Allocate(size) }
+
+func (g growthBuffers) Reallocate(size int, b []byte) []byte { return g.p.Reallocate(size, b) }
+
+func (growthBuffers) Free([]byte) {}
+
+func init() { memory.DefaultAllocator = growthBuffers{writerPool} }
 
 func newBufferPool(limit int64) *bufferPool { return &bufferPool{limit: limit} }
 
@@ -61,7 +92,11 @@ func class(n int) (int, bool) {
 	return bits.Len(uint(n - 1)), true
 }
 
-func (p *bufferPool) Allocate(size int) []byte {
+func (p *bufferPool) Allocate(size int) []byte { return p.allocate(size, 0) }
+
+// allocate is Allocate for a caller that overwrites the first keep bytes:
+// a recycled buffer is cleared after them.
+func (p *bufferPool) allocate(size, keep int) []byte {
 	c, ok := class(size)
 	if !ok {
 		return alignedBytes(size)
@@ -75,7 +110,7 @@ func (p *bufferPool) Allocate(size int) []byte {
 		p.held -= int64(cap(buf))
 		p.reused += int64(cap(buf))
 		p.mu.Unlock()
-		clear(buf[:cap(buf)])
+		clear(buf[min(keep, cap(buf)):cap(buf)])
 		return buf[:size]
 	}
 	p.fresh += 1 << c
@@ -87,7 +122,7 @@ func (p *bufferPool) Reallocate(size int, b []byte) []byte {
 	if cap(b) >= size {
 		return b[:size]
 	}
-	buf := p.Allocate(size)
+	buf := p.allocate(size, len(b))
 	copy(buf, b)
 	p.Free(b)
 	return buf

@@ -159,3 +159,45 @@ func TestPooledBuffersWriteTheSameFiles(t *testing.T) {
 	t.Logf("first round: %d bytes fresh, %d reused; later rounds: %d fresh, %d reused; %d held", freshFirst, reusedFirst, fresh, reused, held)
 	assert.Greater(t, reused, 4*fresh, "later files take most of their buffers from the pool")
 }
+
+// arrow-go's page encoders grow their buffers with memory.DefaultAllocator:
+// in a process that writes Parquet it recycles the buffer a growth
+// replaces, keeping its contents and clearing the rest, and keeps nothing
+// freed (code outside the writers may still read what it frees).
+func TestDefaultAllocatorRecyclesGrowth(t *testing.T) {
+	parquetfile.EmptyWriterPool()
+	mem := memory.DefaultAllocator
+	const size = 4 * parquetfile.MinPooledBytes
+
+	small := mem.Allocate(size)
+	for i := range small {
+		small[i] = 0xff
+	}
+	grown := mem.Reallocate(2*size, small)
+	require.Len(t, grown, 2*size)
+	assert.Equal(t, size, bytes.Count(grown, []byte{0xff}), "contents kept")
+	assert.Zero(t, bytes.Count(grown[size:], []byte{0xff}), "the rest cleared")
+
+	again := mem.Allocate(size)
+	assert.Equal(t, addr(small), addr(again), "the replaced buffer is handed out again")
+	assert.Zero(t, bytes.Count(again, []byte{0xff}), "a recycled buffer is cleared")
+
+	// A recycled buffer that a growth fills: dirty beyond what it copies.
+	for i := range again {
+		again[i] = 0xff
+	}
+	mem.Reallocate(2*size, again)
+	small = mem.Allocate(size / 2)
+	copy(small, bytes.Repeat([]byte{1}, len(small)))
+	grown = mem.Reallocate(size, small)
+	assert.Equal(t, size/2, bytes.Count(grown, []byte{1}), "contents kept")
+	assert.Zero(t, bytes.Count(grown, []byte{0xff}), "a dirty recycled buffer cleared after the copy")
+
+	freed := mem.Allocate(8 * size)
+	mem.Free(freed)
+	assert.NotEqual(t, addr(freed), addr(mem.Allocate(8*size)), "a freed buffer is not kept")
+}
+
+// addr is where b's memory starts (assert compares pointers by what they
+// point to).
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
