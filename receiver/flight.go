@@ -179,8 +179,11 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}
 	payload := fd.Stream(schemaFrame)
-	// The record shares the payload's memory: both are the batch's bytes.
-	rec, err := dec.Decode(payload[len(schemaFrame):])
+	// The record shares the payload's memory: both are the batch's bytes,
+	// whose buffer is recycled once the record is released (after its
+	// flush, or at once if it is not stored). fd's bytes are not read after
+	// that: the batch IDs are taken while put holds the record.
+	rec, err := dec.Decode(payload[len(schemaFrame):], fd.Recycle)
 	if err != nil {
 		return 0, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: malformed Arrow IPC: %v", seq, t.Name, err)
 	}

@@ -69,7 +69,7 @@ func BenchmarkDoPutStream(b *testing.B) {
 	}
 }
 
-func tracesBatch(b *testing.B, rows int) arrow.RecordBatch {
+func tracesBatch(b testing.TB, rows int) arrow.RecordBatch {
 	b.Helper()
 	var rec arrow.RecordBatch
 	c := otlparrow.NewTracesConverter(memory.DefaultAllocator, rows)
@@ -115,7 +115,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			defer dec.Release()
 			b.ReportAllocs()
 			for b.Loop() {
-				rec, err := dec.Decode(stream[len(schemaFrame):])
+				rec, err := dec.Decode(stream[len(schemaFrame):], nil)
 				require.NoError(b, err)
 				rec.Release()
 			}
@@ -139,7 +139,7 @@ func BenchmarkCheckBatch(b *testing.B) {
 		require.NoError(b, w.Write(rec))
 		require.NoError(b, w.Close())
 		rec.Release()
-		rec, err = dec.Decode(buf.Bytes()[len(decoded):])
+		rec, err = dec.Decode(buf.Bytes()[len(decoded):], nil)
 		require.NoError(b, err)
 		for _, check := range []struct {
 			name string

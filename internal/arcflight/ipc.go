@@ -81,15 +81,21 @@ func NewStreamDecoder(schemaFrame []byte, mem memory.Allocator) (*StreamDecoder,
 // (AppendFrame), which an end-of-stream marker may follow and nothing
 // else. Its buffers are slices of framed, as with DecodeRecordShared. A
 // decoder that returned an error returns it for every later batch.
-func (d *StreamDecoder) Decode(framed []byte) (arrow.RecordBatch, error) {
+//
+// done, if not nil, is called once nothing decoded from framed is held any
+// more: the record and every array or slice of it released, and the
+// decoder done with the message (at the next Decode or Release). It may
+// not be called if Decode returns an error.
+func (d *StreamDecoder) Decode(framed []byte, done func()) (arrow.RecordBatch, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	d.src.data = framed
+	d.src.data, d.src.done = framed, done
 	rec, err := decodeOne(func() (*ipc.Reader, error) {
 		d.r.Retain() // decodeOne releases the reader it is given
 		return d.r, nil
 	}, false)
+	d.src.done = nil // not another message's, had the reader not taken it
 	if err == nil && len(d.src.data) != 0 && !isEOS(d.src.data) {
 		rec.Release()
 		rec, err = nil, ErrNotOneRecord
@@ -102,8 +108,11 @@ func (d *StreamDecoder) Decode(framed []byte) (arrow.RecordBatch, error) {
 // *arrow.Schema each time).
 func (d *StreamDecoder) Schema() *arrow.Schema { return d.r.Schema() }
 
-// Release releases the reader and the last record it holds.
-func (d *StreamDecoder) Release() { d.r.Release() }
+// Release releases the reader, the last record and message it holds.
+func (d *StreamDecoder) Release() {
+	d.r.Release()
+	d.src.release()
+}
 
 func isEOS(b []byte) bool {
 	return len(b) == 8 && binary.LittleEndian.Uint64(b) == 0xFFFFFFFF
@@ -152,7 +161,14 @@ func decodeOne(open func() (*ipc.Reader, error), last bool) (rec arrow.RecordBat
 // memMessages reads the encapsulated messages of an IPC stream held in
 // memory, each message's metadata and body a slice of it (ipc's own
 // message reader copies every body into a new buffer).
-type memMessages struct{ data []byte }
+type memMessages struct {
+	data []byte
+	// done is called when the body of the next message is released by all
+	// its holders (ipc's arrays take a reference to the body they slice);
+	// the reader keeps last until the message after it.
+	done func()
+	last *ipc.Message
+}
 
 var errFrame = errors.New("malformed IPC message frame")
 
@@ -161,8 +177,35 @@ func (m *memMessages) Message() (*ipc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body)), nil
+	m.release()
+	if m.done == nil {
+		return ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body)), nil
+	}
+	b := memory.NewBufferWithAllocator(body, doneFree(m.done))
+	m.done = nil
+	m.last = ipc.NewMessage(memory.NewBufferBytes(meta), b)
+	b.Release() // the message's reference is the only one
+	return m.last, nil
 }
+
+// release drops the reference the reader left with the last message.
+func (m *memMessages) release() {
+	if m.last != nil {
+		m.last.Release()
+		m.last = nil
+	}
+}
+
+// doneFree is the allocator of a body buffer that memMessages did not
+// allocate: Free, when the last reference to it is released, calls the
+// function. Nothing allocates with it.
+type doneFree func()
+
+func (f doneFree) Allocate(int) []byte { panic("arcflight: allocate from a message body") }
+func (f doneFree) Reallocate(int, []byte) []byte {
+	panic("arcflight: reallocate a message body")
+}
+func (f doneFree) Free([]byte) { f() }
 
 // next returns the metadata and body of the next message; io.EOF at the
 // end-of-stream marker.

@@ -112,7 +112,7 @@ func FuzzDecodeRecordShared(f *testing.F) {
 		dec, err := NewStreamDecoder(schemaFrame, memory.DefaultAllocator)
 		require.NoError(t, err)
 		defer dec.Release()
-		streamed, serr := dec.Decode(bytes.Clone(payload[len(schemaFrame):]))
+		streamed, serr := dec.Decode(bytes.Clone(payload[len(schemaFrame):]), nil)
 		shared, err := DecodeRecordShared(bytes.Clone(payload), memory.DefaultAllocator)
 		require.Equal(t, err == nil, serr == nil, "the stream decoder accepts what DecodeRecordShared accepts: %v, %v", err, serr)
 		if err != nil {
@@ -155,7 +155,7 @@ func TestStreamDecoderReadsBatchAfterBatch(t *testing.T) {
 		if i == 1 {
 			framed = framed[:len(framed)-8] // no end-of-stream marker
 		}
-		rec, err := dec.Decode(framed)
+		rec, err := dec.Decode(framed, nil)
 		require.NoError(t, err, "batch %d", i)
 		assert.True(t, array.RecordEqual(want, rec), "batch %d", i)
 		values := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1), 2), 3)
@@ -191,7 +191,7 @@ func TestStreamDecoderRefusesMalformedBatches(t *testing.T) {
 			dec, err := NewStreamDecoder(stream[:schemaEnd], memory.DefaultAllocator)
 			require.NoError(t, err)
 			defer dec.Release()
-			rec, err := dec.Decode(bytes.Clone(tc.framed))
+			rec, err := dec.Decode(bytes.Clone(tc.framed), nil)
 			if rec != nil {
 				rec.Release()
 			}
@@ -201,7 +201,7 @@ func TestStreamDecoderRefusesMalformedBatches(t *testing.T) {
 				rec.Release()
 				t.Fatalf("DecodeRecordShared reads what the stream decoder refuses")
 			}
-			rec, err = dec.Decode(bytes.Clone(framed))
+			rec, err = dec.Decode(bytes.Clone(framed), nil)
 			if rec != nil {
 				rec.Release()
 			}

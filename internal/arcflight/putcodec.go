@@ -49,6 +49,13 @@ func (m *PutMessage) Stream(schemaFrame []byte) []byte {
 	return m.buf[start:]
 }
 
+// Recycle gives the message's buffer back for later messages. It is the
+// done function of StreamDecoder.Decode of the message's Stream: called
+// once the record decoded from it is released, when nothing reads the
+// buffer any more (the WAL has written it, the flush has written the
+// record). Header, Body and the Stream must not be read after it.
+func (m *PutMessage) Recycle() { putPool.put(m.buf) }
+
 // PutCodec is the gRPC codec of the sidecar's server: it decodes a
 // *PutMessage itself and leaves every other message to the registered
 // proto codec. Headroom is the room left in front of each message for the
@@ -132,12 +139,15 @@ func (m *PutMessage) decode(data mem.BufferSlice, headroom int) error {
 		r.off += int(n)
 	}
 	padded := (header.n + 7) &^ 7
-	m.buf = make([]byte, headroom+8+padded+body.n+8)
+	// Every byte of the buffer that Stream returns is written below (or
+	// by Stream), so a recycled buffer is not cleared.
+	m.buf = putPool.get(headroom + 8 + padded + body.n + 8)
 	framed := m.buf[headroom:]
 	binary.LittleEndian.PutUint32(framed, 0xFFFFFFFF)
 	binary.LittleEndian.PutUint32(framed[4:], uint32(padded))
 	m.Header = framed[8 : 8+header.n]
 	r.copy(m.Header, header.at)
+	clear(framed[8+header.n : 8+padded])
 	m.Body = framed[8+padded : 8+padded+body.n]
 	r.copy(m.Body, body.at)
 	binary.LittleEndian.PutUint64(framed[8+padded+body.n:], 0xFFFFFFFF)
