@@ -18,7 +18,6 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/compress/uncompressed"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 
@@ -201,11 +200,12 @@ func numeric(dt arrow.DataType) bool {
 var literalPages = true
 
 // Codec returns the parquet-go codec of a compression name; compaction
-// rewrites files with parquet-go.
+// rewrites files with parquet-go. Its zstd pages are the flush's
+// (rewriteZstd).
 func Codec(name string) (compress.Codec, error) {
 	switch name {
 	case "", CompressionZstd:
-		return &zstd.Codec{Level: zstd.SpeedFastest}, nil
+		return &rewriteZstd{}, nil
 	case CompressionSnappy:
 		return &snappy.Codec{}, nil
 	case CompressionNone:

@@ -440,7 +440,7 @@ func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup,
 	if rowGroup <= 0 {
 		rowGroup = parquetfile.DefaultRowGroupRows
 	}
-	opts := []parquet.WriterOption{g.schema, parquet.Compression(codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
+	opts := []parquet.WriterOption{schema.ParquetCompressed(g.schema, codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
 		parquet.DataPageVersion(parquetfile.DataPageVersion), parquet.PageBufferSize(parquetfile.DataPageBytes)}
 	var filters []parquet.BloomFilterColumn // one option: each replaces the last
 	for _, col := range tableschema.BloomColumns(table) {
