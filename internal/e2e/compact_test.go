@@ -31,8 +31,9 @@ func filesPerPartition(t *testing.T, dir string) map[string]int {
 
 // TestCompactCommandAndEndpoint compacts the campaign story's many small
 // files with `arcstore compact` on the stopped sidecar's directory, checks
-// every table reads the same with its partition columns, then asks a
-// running sidecar to compact over HTTP.
+// every table reads the same with its partition columns and every span id
+// reads back (assertCompactedSpanIDs), then asks a running sidecar to
+// compact over HTTP.
 func TestCompactCommandAndEndpoint(t *testing.T) {
 	out := t.TempDir()
 	logs, err := exec.Command(tool(t, "ARCLOAD_BIN", "arcload"), "-scenario", "campaign", "-out", out,
@@ -49,6 +50,8 @@ func TestCompactCommandAndEndpoint(t *testing.T) {
 		return got
 	}
 	before := summary()
+	traces := filepath.Join(data, "default", "traces")
+	wantIDs := duckdbSpanIDs(t, traces)
 	files := filesPerPartition(t, filepath.Join(data, "default", "traces"))
 	many := 0
 	for _, n := range files {
@@ -69,6 +72,7 @@ func TestCompactCommandAndEndpoint(t *testing.T) {
 		assert.Equal(t, 1, n, "%s: one file after compaction", dir)
 	}
 	assert.Positive(t, closed, "the 90-minute story spans at least one closed hour")
+	assertCompactedSpanIDs(t, traces, wantIDs)
 
 	// A running sidecar: nothing left to compact, and it says so.
 	sc := startSidecar(t, data, addr(freePort(t)), addr(freePort(t)))
@@ -96,4 +100,54 @@ func hourEnded(t *testing.T, dir string) bool {
 	day, err := time.Parse(time.DateOnly, strings.TrimPrefix(filepath.Base(filepath.Dir(dir)), "date="))
 	require.NoError(t, err)
 	return !day.Add(time.Duration(hour+1) * time.Hour).After(time.Now())
+}
+
+// assertCompactedSpanIDs checks that the compacted traces tree holds its
+// ids as DELTA_LENGTH_BYTE_ARRAY pages (which parquet-go wrote,
+// compressed by the flush's zstd encoder: the span ids' about 2x) and
+// that DuckDB, pyarrow and Polars read every one of them back (wantIDs:
+// duckdbSpanIDs before the compaction).
+func assertCompactedSpanIDs(t *testing.T, traces, wantIDs string) {
+	t.Helper()
+	for _, col := range []string{"trace_id", "span_id", "parent_span_id"} {
+		encodings := duckdb(t, "SELECT DISTINCT encodings FROM parquet_metadata('"+traces+"/**/*.parquet') WHERE path_in_schema = '"+col+"'")
+		require.NotEmpty(t, encodings, col)
+		for _, e := range encodings {
+			assert.Contains(t, e["encodings"], "DELTA_LENGTH_BYTE_ARRAY", col)
+		}
+	}
+	// Random span ids: 4 bits a hex digit, as flushed (parquet-go's own zstd
+	// codec stored the story's raw, 1.0x).
+	ratio := duckdb(t, "SELECT sum(total_uncompressed_size) / sum(total_compressed_size) AS r FROM parquet_metadata('"+traces+"/**/*.parquet') WHERE path_in_schema = 'span_id' AND file_name LIKE '%-compacted-%'")
+	require.Len(t, ratio, 1)
+	assert.Greater(t, ratio[0]["r"], 1.9, "compacted span ids Huffman-coded")
+	assert.Equal(t, wantIDs, duckdbSpanIDs(t, traces), "DuckDB reads every id of the compacted spans")
+	script := `import sys, glob, hashlib, pyarrow.parquet as pq, polars as pl
+files = glob.glob(sys.argv[1] + '/**/*.parquet', recursive=True)
+cols = ['trace_id', 'span_id', 'parent_span_id']
+def digest(rows):
+    return hashlib.md5(','.join(sorted(' '.join(r) for r in rows)).encode()).hexdigest()
+t = pq.ParquetDataset(files).read(columns=cols)
+print(digest(zip(*(t.column(c).to_pylist() for c in cols))))
+p = pl.read_parquet(files, columns=cols, hive_partitioning=False)
+print(digest(zip(*(p[c].to_list() for c in cols))))`
+	cmd := exec.Command("python3", "-c", script, traces)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py")+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "polars"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "pyarrow and Polars: %s", out)
+	lines := strings.Fields(string(out))
+	require.Len(t, lines, 2, string(out))
+	assert.Equal(t, wantIDs, lines[0], "pyarrow reads every id of the compacted spans")
+	assert.Equal(t, wantIDs, lines[1], "Polars reads every id of the compacted spans")
+}
+
+// duckdbSpanIDs is the md5 of a traces tree's ids, one "trace span parent"
+// line per span, sorted, joined by commas.
+func duckdbSpanIDs(t *testing.T, traces string) string {
+	t.Helper()
+	rows := duckdb(t, "SELECT md5(string_agg(line, ',' ORDER BY line)) AS ids FROM (SELECT trace_id || ' ' || span_id || ' ' || parent_span_id AS line FROM read_parquet('"+traces+"/**/*.parquet', union_by_name = true))")
+	require.Len(t, rows, 1)
+	ids, ok := rows[0]["ids"].(string)
+	require.True(t, ok, "%v", rows)
+	return ids
 }
