@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +55,7 @@ func benchWrite(b *testing.B, body []byte, rows int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	n := 0
-	cpu := processCPU()
+	cpu := benchcpu.Process()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, PathWriteMsgpack, bytes.NewReader(body))
 		w := httptest.NewRecorder()
@@ -93,7 +93,7 @@ func BenchmarkMsgpackDecode(b *testing.B) {
 func benchDecode(b *testing.B, body []byte, rows int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
-	cpu := processCPU()
+	cpu := benchcpu.Process()
 	for b.Loop() {
 		if _, err := arcmsgpack.DecodeWithin(body, arcmsgpack.NewBudget(0)); err != nil {
 			b.Fatal(err)
@@ -108,16 +108,7 @@ func benchDecode(b *testing.B, body []byte, rows int) {
 // not counted.
 func reportRows(b *testing.B, rows int, cpu time.Duration) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
-}
-
-// processCPU is the user and system CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((benchcpu.Process()-cpu).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
 }
 
 // benchDir is a data directory on tmpfs when the machine has one.

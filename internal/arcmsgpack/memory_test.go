@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"io"
 	"math"
 	"os"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
@@ -197,7 +196,7 @@ func benchDecode(b *testing.B, body []byte, rows int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	var used int64
-	cpu := processCPU()
+	cpu := benchcpu.Process()
 	for b.Loop() {
 		budget := NewBudget(1 << 30)
 		ms, err := DecodeWithin(body, budget)
@@ -210,18 +209,7 @@ func benchDecode(b *testing.B, body []byte, rows int) {
 	}
 	b.ReportMetric(float64(used)/float64(len(body)), "used/body")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
-}
-
-// processCPU is the user and system CPU time the process has used: on a
-// shared machine it moves far less than wall time, since waiting for a
-// core is not counted.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((benchcpu.Process()-cpu).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
 }
 
 // TestRowsAreCharged: what gathering rows allocates (row tables, their

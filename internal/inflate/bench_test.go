@@ -2,12 +2,11 @@ package inflate_test
 
 import (
 	"bytes"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
@@ -33,14 +32,14 @@ func BenchmarkGunzip(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(want)))
 			buf := make([]byte, 0, inflate.OutputSize(src, 1<<30))
-			cpu0 := cpuTime()
+			cpu0 := benchcpu.Process()
 			for b.Loop() {
 				got, err := inflate.Gunzip(buf, src, 1<<30)
 				if err != nil || len(got) != len(want) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(benchcpu.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 		b.Run(name+"/klauspost", func(b *testing.B) {
 			b.ReportAllocs()
@@ -57,13 +56,4 @@ func BenchmarkGunzip(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuTime is the process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

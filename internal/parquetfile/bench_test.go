@@ -3,11 +3,11 @@ package parquetfile_test
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -490,7 +490,7 @@ func BenchmarkEncode(b *testing.B) {
 				b.Run(t.name+"/rows="+strconv.Itoa(rows)+"/"+e.name, func(b *testing.B) {
 					b.ReportAllocs()
 					var size int64
-					cpu := processCPU()
+					cpu := benchcpu.Process()
 					for b.Loop() {
 						var cw countWriter
 						if err := e.enc(&cw, t, recs, int64(rows)); err != nil {
@@ -498,7 +498,7 @@ func BenchmarkEncode(b *testing.B) {
 						}
 						size = cw.n
 					}
-					reportRows(b, rows, size, processCPU()-cpu)
+					reportRows(b, rows, size, benchcpu.Process()-cpu)
 				})
 			}
 			for _, r := range recs {
@@ -519,13 +519,4 @@ func reportRows(b *testing.B, rows int, size int64, cpu time.Duration) {
 	b.ReportMetric(elapsed*1e9/total, "ns/row")
 	b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/row")
 	b.ReportMetric(float64(size)/float64(rows), "B/row")
-}
-
-// processCPU is the user and system CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

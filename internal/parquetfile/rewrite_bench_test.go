@@ -2,6 +2,7 @@ package parquetfile_test
 
 import (
 	"bytes"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,14 +52,14 @@ func BenchmarkRewrite(b *testing.B) {
 				b.ReportAllocs()
 				var out bytes.Buffer
 				require.NoError(b, e.enc(&out, t, recs, rows))
-				cpu := processCPU()
+				cpu := benchcpu.Process()
 				for b.Loop() {
 					var cw countWriter
 					if err := e.enc(&cw, t, recs, rows); err != nil {
 						b.Fatal(err)
 					}
 				}
-				reportRows(b, int(rows), int64(out.Len()), processCPU()-cpu)
+				reportRows(b, int(rows), int64(out.Len()), benchcpu.Process()-cpu)
 				reportColumns(b, out.Bytes(), rows)
 			})
 		}

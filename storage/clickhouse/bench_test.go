@@ -3,8 +3,8 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"io"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,12 +37,6 @@ func realisticTraces(b *testing.B, n int) []arrow.RecordBatch {
 	return recs
 }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkSinkInsert inserts realistic spans into a real ClickHouse (on
 // this machine, sharing its cores), one segment's rows per op, each with a
 // fresh token. It reports rows/s, our CPU per row (building native
@@ -64,7 +58,7 @@ func BenchmarkSinkInsert(b *testing.B) {
 			ctx := context.Background()
 			serverStart, err := srv.CPUTime()
 			require.NoError(b, err)
-			ourStart := processCPU()
+			ourStart := benchcpu.Process()
 			b.ResetTimer()
 			for i := range b.N {
 				w := storage.SinkWrite{Token: fmt.Sprintf("bench-%d-%d-%d", n, i, time.Now().UnixNano()), Database: "bench", Table: tbl, Records: recs, Rows: int64(n)}
@@ -77,7 +71,7 @@ func BenchmarkSinkInsert(b *testing.B) {
 			require.NoError(b, err)
 			rows := float64(n) * float64(b.N)
 			b.ReportMetric(rows/b.Elapsed().Seconds(), "rows/s")
-			b.ReportMetric(float64(processCPU()-ourStart)/rows, "our-cpu-ns/row")
+			b.ReportMetric(float64(benchcpu.Process()-ourStart)/rows, "our-cpu-ns/row")
 			b.ReportMetric(float64(serverEnd-serverStart)/rows, "server-cpu-ns/row")
 		})
 		for _, r := range recs {
@@ -93,7 +87,7 @@ func BenchmarkParquetWrite(b *testing.B) {
 		recs := realisticTraces(b, n)
 		b.Run(fmt.Sprintf("traces/rows=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
-			ourStart := processCPU()
+			ourStart := benchcpu.Process()
 			for range b.N {
 				w, err := parquetfile.NewWriter(io.Discard, tbl.Parquet, tbl.Arrow, parquetfile.Options{BloomColumns: tbl.BloomColumns})
 				if err != nil {
@@ -110,7 +104,7 @@ func BenchmarkParquetWrite(b *testing.B) {
 			}
 			rows := float64(n) * float64(b.N)
 			b.ReportMetric(rows/b.Elapsed().Seconds(), "rows/s")
-			b.ReportMetric(float64(processCPU()-ourStart)/rows, "our-cpu-ns/row")
+			b.ReportMetric(float64(benchcpu.Process()-ourStart)/rows, "our-cpu-ns/row")
 		})
 		for _, r := range recs {
 			r.Release()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
@@ -391,13 +392,13 @@ func BenchmarkNextFrame(b *testing.B) {
 			m := endMarker(12345)
 			b.ReportAllocs()
 			b.SetBytes(size)
-			cpu0 := cpuTime()
+			cpu0 := benchcpu.Process()
 			for b.Loop() {
 				if nextFrame(data.data, 0, 12345, m[:]) != -1 {
 					b.Fatal("found a frame in old bytes")
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(benchcpu.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

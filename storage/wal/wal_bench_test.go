@@ -2,10 +2,9 @@ package wal
 
 import (
 	"fmt"
+	"github.com/arc-otel/arc-otel/internal/benchcpu"
 	"os"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +35,7 @@ func BenchmarkCommit(b *testing.B) {
 			}
 			b.SetBytes(int64(size.requests * (len(header) + len(body))))
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := benchcpu.Process()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for range size.requests {
@@ -54,15 +53,7 @@ func BenchmarkCommit(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(benchcpu.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
