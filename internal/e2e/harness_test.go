@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/internal/testserver"
 )
 
 // repoRoot is where bin/ and .tools/ live.
@@ -46,12 +47,10 @@ func tool(t testing.TB, env, name string) string {
 	return ""
 }
 
+// freePort is a loopback port for a child process to listen on.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testserver.LoopbackPort(t)
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -6,12 +6,14 @@ package testserver
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,15 +27,64 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// LoopbackAddr returns 127.0.0.1:PORT with a port free at the time of the call.
+// LoopbackAddr returns 127.0.0.1:PORT with a port free at the time of the
+// call. The port comes from below the kernel's ephemeral range, at random,
+// and is never handed out twice by this process: a port the kernel gave to
+// a closed listener (127.0.0.1:0) is the next one it gives again, and any
+// outgoing connection of a concurrent test may take it as its own end,
+// which made a child process fail to bind one test run in many.
 func LoopbackAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return "127.0.0.1:" + strconv.Itoa(LoopbackPort(t))
+}
+
+// LoopbackPort is LoopbackAddr's port.
+func LoopbackPort(t testing.TB) int {
+	t.Helper()
+	ports.Lock()
+	defer ports.Unlock()
+	lo, hi := portRange()
+	for range 1000 {
+		p := lo + rand.IntN(hi-lo)
+		if ports.given[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // in use by another process
+		}
+		l.Close()
+		ports.given[p] = true
+		return p
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	t.Fatalf("no free loopback port in [%d, %d)", lo, hi)
+	return 0
+}
+
+var ports = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
+
+// portRange is the ports below the ephemeral range (Linux's
+// ip_local_port_range, 32768 by default) and above the well-known ones.
+func portRange() (lo, hi int) {
+	lo, hi = 10000, 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
+		return lo, hi
+	}
+	switch {
+	case first-lo >= 5000:
+		return lo, first
+	case 65536-(last+1) >= 5000:
+		return last + 1, 65536
+	}
+	return lo, hi // the ephemeral range is most ports: the bind check is all there is
 }
 
 // Process is a started server.
