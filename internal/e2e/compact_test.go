@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -105,7 +106,8 @@ func hourEnded(t *testing.T, dir string) bool {
 // assertCompactedSpanIDs checks that the compacted traces tree holds its
 // ids as DELTA_LENGTH_BYTE_ARRAY pages (which parquet-go wrote,
 // compressed by the flush's zstd encoder: the span ids' about 2x) and
-// that DuckDB, pyarrow and Polars read every one of them back (wantIDs:
+// that DuckDB, pyarrow, Polars, ClickHouse and Spark read every one of
+// them back (wantIDs:
 // duckdbSpanIDs before the compaction).
 func assertCompactedSpanIDs(t *testing.T, traces, wantIDs string) {
 	t.Helper()
@@ -139,6 +141,33 @@ print(digest(zip(*(p[c].to_list() for c in cols))))`
 	require.Len(t, lines, 2, string(out))
 	assert.Equal(t, wantIDs, lines[0], "pyarrow reads every id of the compacted spans")
 	assert.Equal(t, wantIDs, lines[1], "Polars reads every id of the compacted spans")
+
+	// ClickHouse (chdb-core): the same digest in its SQL.
+	cmd = exec.Command("python3", "-c", chdbScript)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "chdb"))
+	cmd.Stdin = strings.NewReader("SELECT lower(hex(MD5(arrayStringConcat(arraySort(groupArray(concat(trace_id, ' ', span_id, ' ', parent_span_id))), ',')))) AS ids " +
+		"FROM file('" + traces + "/**/*.parquet', Parquet, 'trace_id String, span_id String, parent_span_id String')")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "clickhouse: %s", out)
+	ch := jsonLines(t, string(out))
+	require.Len(t, ch, 1, string(out))
+	assert.Equal(t, wantIDs, ch[0]["ids"], "ClickHouse reads every id of the compacted spans")
+
+	spark := sparkPath(t)
+	script = `import sys, hashlib
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+rows = spark.read.option("mergeSchema", "true").parquet(sys.argv[1]).select("trace_id", "span_id", "parent_span_id").collect()
+print(hashlib.md5(",".join(sorted(" ".join(r) for r in rows)).encode()).hexdigest())`
+	cmd = exec.Command("python3", "-c", script, traces)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+spark, "PYSPARK_PYTHON=python3")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	require.NoError(t, err, "spark: %s", stderr.String())
+	assert.Equal(t, wantIDs, strings.TrimSpace(string(out)), "Spark reads every id of the compacted spans")
 }
 
 // duckdbSpanIDs is the md5 of a traces tree's ids, one "trace span parent"
