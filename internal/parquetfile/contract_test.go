@@ -559,3 +559,47 @@ func TestOneWidthStringsDeltaLength(t *testing.T) {
 		})
 	}
 }
+
+// TestLayoutIsTheWritersChoice: Layout gives each column the encoding the
+// writer gives it on those rows, whatever the schema's own says of rows
+// it has not seen: ids of one width DELTA_LENGTH_BYTE_ARRAY, of two
+// widths PLAIN; a dictionary kept where values repeat and given up on
+// distinct ones; time's delta encoding. Without rows nothing is decided.
+func TestLayoutIsTheWritersChoice(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: schema.TimestampType},
+		{Name: "request_id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "token", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	table, err := storage.MeasurementTable("requests", s)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(5, 6))
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	for i := range 4000 {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(benchStart.UnixMicro() + int64(i)))
+		b.Field(1).(*array.StringBuilder).Append(hex(r, 32))
+		b.Field(2).(*array.StringBuilder).Append(hex(r, 16+16*(i%2)))
+		b.Field(3).(*array.StringBuilder).Append(pick(r, regions))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	got, err := parquetfile.Layout(table.Parquet, []arrow.RecordBatch{rec})
+	require.NoError(t, err)
+	want := map[string]format.Encoding{"time": format.DeltaBinaryPacked, "request_id": format.DeltaLengthByteArray, "token": format.Plain, "region": format.RLEDictionary}
+	require.Len(t, got, len(table.Parquet.Columns()))
+	for i, col := range table.Parquet.Columns() {
+		require.NotNil(t, got[i], col)
+		assert.Equal(t, want[col[0]], got[i].Encoding(), col[0])
+	}
+	for _, name := range []string{"request_id", "token"} {
+		leaf, _ := table.Parquet.Lookup(name)
+		assert.Equal(t, format.RLEDictionary, leaf.Node.Encoding().Encoding(), "the schema asks a dictionary of %s", name)
+	}
+
+	none, err := parquetfile.Layout(table.Parquet, nil)
+	require.NoError(t, err)
+	assert.Nil(t, none, "no rows, no decision")
+}

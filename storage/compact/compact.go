@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/internal/schema"
@@ -440,7 +441,8 @@ func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup,
 	if rowGroup <= 0 {
 		rowGroup = parquetfile.DefaultRowGroupRows
 	}
-	opts := []parquet.WriterOption{schema.ParquetCompressed(g.schema, codec), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
+	encodings := c.layout(table, g, paths, rowGroup)
+	opts := []parquet.WriterOption{schema.ParquetLayout(g.schema, codec, encodings), parquet.DataPageStatistics(true), parquet.MaxRowsPerRowGroup(rowGroup),
 		parquet.DataPageVersion(parquetfile.DataPageVersion), parquet.PageBufferSize(parquetfile.DataPageBytes)}
 	var filters []parquet.BloomFilterColumn // one option: each replaces the last
 	for _, col := range tableschema.BloomColumns(table) {
@@ -476,6 +478,77 @@ func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup,
 		return fmt.Errorf("close merged file: %w", err)
 	}
 	return bw.Flush()
+}
+
+// layout is the encoding of each leaf column of a merged file: what the
+// flush's writer makes of the contract's encodings (contractEncodings) on
+// the rows of the merged file's first row group, taken in file order.
+// Never the encodings of a file read: the first one may be an earlier
+// build's (PLAIN ids), and its layout would be the whole hour's. Where
+// the writer cannot take the rows, the contract's encodings stand.
+func (c *Compactor) layout(table string, g *schemaGroup, paths []string, rows int64) []encoding.Encoding {
+	asked := contractEncodings(table, g.schema)
+	var sample []arrow.RecordBatch
+	defer func() {
+		for _, r := range sample {
+			r.Release()
+		}
+	}()
+	var n int64
+	for _, p := range paths {
+		err := ReadBatches(p, c.cfg.Mem, func(rec arrow.RecordBatch) error {
+			rec.Retain()
+			sample = append(sample, rec)
+			if n += rec.NumRows(); n >= rows {
+				return errSampled
+			}
+			return nil
+		})
+		if errors.Is(err, errSampled) {
+			break
+		}
+		if err != nil {
+			c.cfg.Logger.Warn("compacting with the contract's encodings", "table", table, "reason", err)
+			return asked
+		}
+	}
+	decided, err := parquetfile.Layout(schema.ParquetLayout(g.schema, nil, asked), sample)
+	if err != nil {
+		c.cfg.Logger.Warn("compacting with the contract's encodings", "table", table, "reason", err)
+		return asked
+	}
+	for i, enc := range decided {
+		if enc != nil {
+			asked[i] = enc
+		}
+	}
+	return asked
+}
+
+// errSampled stops reading once the sample is complete.
+var errSampled = errors.New("sampled")
+
+// contractEncodings are the encodings the table's contract gives the leaf
+// columns of a file's shape (s.Columns() order): an OTLP table's by path,
+// a measurement's by kind (tableschema.MeasurementEncoding). A column the
+// contract lacks, or types otherwise, takes none.
+func contractEncodings(table string, s *parquet.Schema) []encoding.Encoding {
+	t, otlp := schema.Lookup(table)
+	cols := s.Columns()
+	out := make([]encoding.Encoding, len(cols))
+	for i, path := range cols {
+		leaf, _ := s.Lookup(path...)
+		kind := leaf.Node.Type().Kind()
+		switch {
+		case otlp:
+			if want, ok := t.Parquet.Lookup(path...); ok && want.Node.Type().Kind() == kind {
+				out[i] = want.Node.Encoding()
+			}
+		case len(path) == 1:
+			out[i] = tableschema.MeasurementEncoding(path[0], kind)
+		}
+	}
+	return out
 }
 
 // sortRunRows bounds the rows compaction sorts in memory at once.

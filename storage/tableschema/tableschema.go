@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
@@ -162,13 +163,13 @@ func Measurement(name string, s *arrow.Schema) (*parquet.Schema, error) {
 			// A dictionary where the values repeat (status codes,
 			// milliseconds); the writer gives it up on the others
 			// (durations, ids) within the first row group.
-			n = parquet.Encoded(parquet.Int(64), &parquet.RLEDictionary)
+			n = parquet.Encoded(parquet.Int(64), MeasurementEncoding(f.Name, parquet.Int64))
 		case arrow.FLOAT64:
 			n = parquet.Leaf(parquet.DoubleType)
 		case arrow.STRING:
 			// Dictionary first (host, region, level repeat); parquet-go falls
 			// back to plain pages when a column's dictionary grows too large.
-			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
+			n = parquet.Encoded(parquet.String(), MeasurementEncoding(f.Name, parquet.ByteArray))
 		case arrow.BOOL:
 			n = parquet.Leaf(parquet.BooleanType)
 		default:
@@ -180,6 +181,21 @@ func Measurement(name string, s *arrow.Schema) (*parquet.Schema, error) {
 		g[f.Name] = parquet.Optional(n)
 	}
 	return parquet.NewSchema(name, g), nil
+}
+
+// MeasurementEncoding is the encoding a measurement's schema asks for a
+// column of a kind: DELTA_BINARY_PACKED for time, a dictionary for
+// integers and strings (the writer gives it up where values repeat too
+// little), none (PLAIN) for the rest. Compaction asks it for the columns
+// of files whose shape Measurement no longer takes.
+func MeasurementEncoding(name string, kind parquet.Kind) encoding.Encoding {
+	switch {
+	case name == TimeColumn && kind == parquet.Int64:
+		return &parquet.DeltaBinaryPacked
+	case kind == parquet.Int64, kind == parquet.ByteArray:
+		return &parquet.RLEDictionary
+	}
+	return nil
 }
 
 // isStoredTime: a timestamp of the contract's unit, UTC or without a zone.
