@@ -1,8 +1,9 @@
 package arcflight
 
 import (
-	"math/bits"
-	"sync"
+	"sync/atomic"
+
+	"github.com/arc-otel/arc-otel/internal/bufpool"
 )
 
 // putBuffers keeps the buffers DoPut messages are decoded into, once
@@ -19,13 +20,10 @@ import (
 // heap and are not kept. At most putBufferLimit bytes are kept: 16 MiB
 // kept the decoder's allocation per message at 0.57x, 32 MiB at 0.16x.
 type putBuffers struct {
-	mu    sync.Mutex
-	free  map[int][][]byte // by capacity
-	held  int64
-	limit int64
+	pool *bufpool.Pool
 	// poison, in tests, overwrites every buffer that comes back, so that
 	// one read after its return shows.
-	poison bool
+	poison atomic.Bool
 }
 
 const (
@@ -36,56 +34,33 @@ const (
 	putBufferLimit = 32 << 20
 )
 
-var putPool = &putBuffers{free: map[int][][]byte{}, limit: putBufferLimit}
+var (
+	putClasses = bufpool.NewClasses(minPutBuffer, maxPutBuffer, 8)
+	putPool    = newPutBuffers(putBufferLimit)
+)
 
-// putClass is the capacity of a pooled buffer of n bytes, 0 when n is not
-// pooled.
-func putClass(n int) int {
-	if n < minPutBuffer || n > maxPutBuffer {
-		return 0
-	}
-	step := 1 << (bits.Len(uint(n-1)) - 4)
-	return (n + step - 1) &^ (step - 1)
+func newPutBuffers(limit int64) *putBuffers {
+	return &putBuffers{pool: bufpool.New(putClasses, limit, 0)}
 }
 
 // get returns n bytes whose contents are not defined.
 func (p *putBuffers) get(n int) []byte {
-	c := putClass(n)
-	if c == 0 {
-		return make([]byte, n)
-	}
-	p.mu.Lock()
-	if list := p.free[c]; len(list) > 0 {
-		b := list[len(list)-1]
-		list[len(list)-1] = nil
-		p.free[c] = list[:len(list)-1]
-		p.held -= int64(c)
-		p.mu.Unlock()
-		return b[:n]
-	}
-	p.mu.Unlock()
-	return make([]byte, n, c)
+	b, _ := p.pool.Get(n)
+	return b
 }
 
 // put keeps b, which nothing reads any more, if it is a whole class buffer
 // and there is room.
 func (p *putBuffers) put(b []byte) {
-	c := cap(b)
-	if c == 0 || putClass(c) != c {
+	if _, ok := putClasses.Exact(cap(b)); !ok {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.poison {
-		for i := range b[:c] {
-			b[:c][i] = poisonByte
+	if p.poison.Load() {
+		for i := range b[:cap(b)] {
+			b[:cap(b)][i] = poisonByte
 		}
 	}
-	if p.held+int64(c) > p.limit {
-		return
-	}
-	p.free[c] = append(p.free[c], b[:0])
-	p.held += int64(c)
+	p.pool.Put(b)
 }
 
 const poisonByte = 0xdb
@@ -93,17 +68,7 @@ const poisonByte = 0xdb
 // PoisonRecycled makes every buffer that comes back overwritten (on) or
 // kept as it is, and returns the previous setting: tests turn it on to see
 // a buffer read after it was given back.
-func PoisonRecycled(on bool) bool {
-	putPool.mu.Lock()
-	defer putPool.mu.Unlock()
-	was := putPool.poison
-	putPool.poison = on
-	return was
-}
+func PoisonRecycled(on bool) bool { return putPool.poison.Swap(on) }
 
 // RecycledBytes is how many bytes of buffers are kept for later messages.
-func RecycledBytes() int64 {
-	putPool.mu.Lock()
-	defer putPool.mu.Unlock()
-	return putPool.held
-}
+func RecycledBytes() int64 { return putPool.pool.Stats().Held }

@@ -27,17 +27,20 @@ func TestPutBuffersClasses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := putClass(tt.n)
-			assert.Equal(t, tt.c, c)
-			if c != 0 {
-				assert.Equal(t, c, putClass(c), "a class is its own class")
+			c := 0
+			if i, ok := putClasses.Of(tt.n); ok {
+				c = putClasses.Size(i)
+				_, exact := putClasses.Exact(c)
+				assert.True(t, exact, "a class is its own class")
 			}
+			assert.Equal(t, tt.c, c)
 		})
 	}
 }
 
 func TestPutBuffersRecycle(t *testing.T) {
-	p := &putBuffers{free: map[int][][]byte{}, limit: 3 * minPutBuffer, poison: true}
+	p := newPutBuffers(3 * minPutBuffer)
+	p.poison.Store(true)
 	a := p.get(minPutBuffer + 100)
 	require.Len(t, a, minPutBuffer+100)
 	p.put(a)
@@ -49,7 +52,7 @@ func TestPutBuffersRecycle(t *testing.T) {
 	for range 4 {
 		p.put(make([]byte, minPutBuffer))
 	}
-	assert.EqualValues(t, 3*minPutBuffer, p.held, "kept up to the limit")
+	assert.EqualValues(t, 3*minPutBuffer, p.pool.Stats().Held, "kept up to the limit")
 }
 
 // The done function of Decode runs once nothing holds what was decoded:

@@ -1,11 +1,9 @@
 package parquetfile
 
 import (
-	"math/bits"
-	"sync"
-	"unsafe"
-
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/arc-otel/arc-otel/internal/bufpool"
 )
 
 // bufferPool is the memory.Allocator of the arrow-go file writers: it keeps
@@ -25,23 +23,16 @@ import (
 // as a fresh one would), and Reallocate keeps the contents. Reallocate
 // recycles the buffer it replaces, as arrow-go's C allocators (realloc)
 // do, so arrow-go holds no slice of it.
-type bufferPool struct {
-	mu    sync.Mutex
-	free  [maxPoolClass - minPoolClass + 1][][]byte
-	held  int64 // bytes in free
-	limit int64
-	// reused and fresh count the bytes of the class buffers handed out
-	// from free and newly allocated (tests check that files reuse).
-	reused, fresh int64
-}
+type bufferPool struct{ pool *bufpool.Pool }
 
 const (
-	minPoolClass   = 12 // 4 KiB: smaller buffers cost little to allocate
-	maxPoolClass   = 24 // 16 MiB
-	poolAlignment  = 64
-	minPooledBytes = 1 << minPoolClass
-	maxPooledBytes = 1 << maxPoolClass
+	minPooledBytes = 4 << 10 // smaller buffers cost little to allocate
+	maxPooledBytes = 16 << 20
+	// poolAlignment is GoAllocator's: arrow-go's SIMD kernels expect it.
+	poolAlignment = 64
 )
+
+var poolClasses = bufpool.NewClasses(minPooledBytes, maxPooledBytes, 1)
 
 // flushBufferLimit bounds the bytes the writers' pool keeps between uses
 // (the sidecar has 512 MiB in all).
@@ -81,15 +72,8 @@ func (growthBuffers) Free([]byte) {}
 
 func init() { memory.DefaultAllocator = growthBuffers{writerPool} }
 
-func newBufferPool(limit int64) *bufferPool { return &bufferPool{limit: limit} }
-
-// class is the size class of a buffer of n bytes, ok false when n is not
-// pooled.
-func class(n int) (int, bool) {
-	if n < minPooledBytes || n > maxPooledBytes {
-		return 0, false
-	}
-	return bits.Len(uint(n - 1)), true
+func newBufferPool(limit int64) *bufferPool {
+	return &bufferPool{bufpool.New(poolClasses, limit, poolAlignment)}
 }
 
 func (p *bufferPool) Allocate(size int) []byte { return p.allocate(size, 0) }
@@ -97,25 +81,11 @@ func (p *bufferPool) Allocate(size int) []byte { return p.allocate(size, 0) }
 // allocate is Allocate for a caller that overwrites the first keep bytes:
 // a recycled buffer is cleared after them.
 func (p *bufferPool) allocate(size, keep int) []byte {
-	c, ok := class(size)
-	if !ok {
-		return alignedBytes(size)
-	}
-	p.mu.Lock()
-	list := p.free[c-minPoolClass]
-	if n := len(list); n > 0 {
-		buf := list[n-1]
-		list[n-1] = nil
-		p.free[c-minPoolClass] = list[:n-1]
-		p.held -= int64(cap(buf))
-		p.reused += int64(cap(buf))
-		p.mu.Unlock()
+	buf, recycled := p.pool.Get(size)
+	if recycled {
 		clear(buf[min(keep, cap(buf)):cap(buf)])
-		return buf[:size]
 	}
-	p.fresh += 1 << c
-	p.mu.Unlock()
-	return alignedBytes(1 << c)[:size]
+	return buf
 }
 
 func (p *bufferPool) Reallocate(size int, b []byte) []byte {
@@ -130,34 +100,13 @@ func (p *bufferPool) Reallocate(size int, b []byte) []byte {
 
 // Free keeps b if it is a whole buffer of a size class (one Allocate
 // returned) and the pool has room.
-func (p *bufferPool) Free(b []byte) {
-	n := cap(b)
-	c, ok := class(n)
-	if !ok || n != 1<<c || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%poolAlignment != 0 {
-		return
-	}
-	p.mu.Lock()
-	if p.held+int64(n) <= p.limit {
-		p.free[c-minPoolClass] = append(p.free[c-minPoolClass], b[:0])
-		p.held += int64(n)
-	}
-	p.mu.Unlock()
-}
+func (p *bufferPool) Free(b []byte) { p.pool.Put(b) }
 
 // stats returns the bytes the pool keeps, and the bytes of class buffers
 // it has handed out recycled and fresh.
 func (p *bufferPool) stats() (held, reused, fresh int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.held, p.reused, p.fresh
-}
-
-// alignedBytes returns size bytes aligned to 64 bytes, as arrow-go's
-// GoAllocator does (SIMD kernels expect it), with a capacity of size.
-func alignedBytes(size int) []byte {
-	buf := make([]byte, size+poolAlignment)
-	shift := (poolAlignment - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%poolAlignment)) % poolAlignment
-	return buf[shift : shift+size : shift+size]
+	s := p.pool.Stats()
+	return s.Held, s.Reused, s.Fresh
 }
 
 var _ memory.Allocator = (*bufferPool)(nil)

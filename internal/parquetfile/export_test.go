@@ -224,10 +224,5 @@ func (w *Writer) EmptyColumns() map[string]int {
 // EmptyWriterPool drops the buffers the writers' pool keeps, so a test
 // sees only its own.
 func EmptyWriterPool() {
-	writerPool.mu.Lock()
-	defer writerPool.mu.Unlock()
-	for i := range writerPool.free {
-		writerPool.free[i] = nil
-	}
-	writerPool.held = 0
+	writerPool.pool.Empty()
 }
