@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/storage/storagetest"
 	"github.com/arc-otel/arc-otel/storage/upload"
 )
 
@@ -43,7 +44,7 @@ func TestLocalTableFollowsFiles(t *testing.T) {
 		assert.True(t, strings.HasPrefix(p, "file://"+filepath.Join(Dir(e.dir), "default", "cpu", "data")+"/"), p)
 	}
 	assert.True(t, strings.HasPrefix(tbl.MetadataLocation(), "file://"+filepath.Join(Dir(e.dir), "default", "cpu", "metadata")+"/"))
-	assert.Equal(t, []string{"date=2026-11-27"}, dirNames(t, filepath.Join(e.dir, "default", "cpu")), "nothing but partitions in the hive tree")
+	assert.Equal(t, []string{"date=2026-11-27"}, storagetest.DirNames(t, filepath.Join(e.dir, "default", "cpu")), "nothing but partitions in the hive tree")
 	assert.FileExists(t, CatalogPath(e.dir))
 
 	// Nothing changed: no commit.
@@ -202,21 +203,10 @@ func concat(parts ...[]row) []row {
 	return out
 }
 
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 func fileNames(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	for _, n := range dirNames(t, dir) {
+	for _, n := range storagetest.DirNames(t, dir) {
 		if !strings.HasPrefix(n, ".") {
 			out = append(out, n)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arc-otel/arc-otel/storage/layout"
+	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
 // partition makes a partition folder with one file and its trash folder.
@@ -20,17 +21,6 @@ func partition(t *testing.T) (dir, trash string) {
 	trashRel := layout.SystemDirName + "/" + layout.TrashDirName
 	mkdirs(t, data, []string{trashRel}, []string{rel + "/a.parquet"})
 	return filepath.Join(data, rel), filepath.Join(data, trashRel)
-}
-
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // Discard takes a partition out of sight in one rename, syncs its parent,
@@ -82,7 +72,7 @@ func TestDiscard(t *testing.T) {
 			} else {
 				assert.NoDirExists(t, dir)
 			}
-			inTrash := entries(t, trash)
+			inTrash := storagetest.DirNames(t, trash)
 			if !tt.inTrash {
 				assert.Empty(t, inTrash)
 				return
@@ -90,7 +80,7 @@ func TestDiscard(t *testing.T) {
 			require.Len(t, inTrash, 1)
 			assert.FileExists(t, filepath.Join(trash, inTrash[0], "a.parquet"))
 			require.NoError(t, layout.EmptyTrash(layout.OSFS{}, trash))
-			assert.Empty(t, entries(t, trash), "EmptyTrash deletes what was left")
+			assert.Empty(t, storagetest.DirNames(t, trash), "EmptyTrash deletes what was left")
 			assert.DirExists(t, trash, "the trash folder itself stays")
 		})
 	}
@@ -104,7 +94,7 @@ func TestDiscardNamesEachRetiredFolderAnew(t *testing.T) {
 	keep := &faultFS{removeAll: func(string) error { return errInjected }}
 	assert.Error(t, layout.Discard(keep, a, trash, func() {}))
 	assert.Error(t, layout.Discard(keep, b, trash, func() {}))
-	assert.Len(t, entries(t, trash), 2, "two partitions retired at once do not collide in the trash")
+	assert.Len(t, storagetest.DirNames(t, trash), 2, "two partitions retired at once do not collide in the trash")
 }
 
 func TestEmptyTrash(t *testing.T) {
@@ -127,12 +117,12 @@ func TestEmptyTrash(t *testing.T) {
 			if tt.err != "" {
 				assert.ErrorIs(t, err, errInjected)
 				assert.ErrorContains(t, err, tt.err)
-				assert.NotEmpty(t, entries(t, trash))
+				assert.NotEmpty(t, storagetest.DirNames(t, trash))
 				return
 			}
 			require.NoError(t, err)
 			if _, err := os.Stat(trash); err == nil {
-				assert.Empty(t, entries(t, trash))
+				assert.Empty(t, storagetest.DirNames(t, trash))
 			}
 		})
 	}

@@ -1,4 +1,5 @@
-// Package storagetest builds record batches for tests of the sidecar.
+// Package storagetest builds record batches and reads folders for tests of
+// the sidecar.
 package storagetest
 
 import (
