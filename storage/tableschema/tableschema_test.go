@@ -268,3 +268,53 @@ func TestLowCardinalityInts(t *testing.T) {
 		})
 	}
 }
+
+func TestMeasurementEncoding(t *testing.T) {
+	tests := []struct {
+		column string
+		kind   pq.Kind
+		want   format.Encoding // 0: none (PLAIN)
+	}{
+		{"time", pq.Int64, format.DeltaBinaryPacked},
+		{"time", pq.ByteArray, format.RLEDictionary},
+		{"time", pq.Double, 0},
+		{"status", pq.Int64, format.RLEDictionary},
+		{"host", pq.ByteArray, format.RLEDictionary},
+		{"load", pq.Double, 0},
+		{"up", pq.Boolean, 0},
+		{"n", pq.Int32, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.column+"/"+tt.kind.String(), func(t *testing.T) {
+			var got format.Encoding
+			if e := tableschema.MeasurementEncoding(tt.column, tt.kind); e != nil {
+				got = e.Encoding()
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// Every column of a measurement's schema has the encoding
+// MeasurementEncoding gives its name and kind: compaction rebuilds a
+// schema from it and must get the one the flush wrote.
+func TestMeasurementEncodingIsTheSchemas(t *testing.T) {
+	s, err := tableschema.Measurement("cpu", arrow.NewSchema([]arrow.Field{
+		storedTime,
+		field("status", arrow.PrimitiveTypes.Int64, true),
+		field("load", arrow.PrimitiveTypes.Float64, true),
+		field("host", arrow.BinaryTypes.String, true),
+		field("up", arrow.FixedWidthTypes.Boolean, true),
+	}, nil))
+	require.NoError(t, err)
+	for _, f := range s.Fields() {
+		var want, got format.Encoding
+		if e := tableschema.MeasurementEncoding(f.Name(), f.Type().Kind()); e != nil {
+			want = e.Encoding()
+		}
+		if e := f.Encoding(); e != nil {
+			got = e.Encoding()
+		}
+		assert.Equal(t, want, got, f.Name())
+	}
+}
