@@ -45,14 +45,25 @@ func ParsePartition(rel string) (end time.Time, err error) {
 	if len(parts) != 4 || CheckName("database", parts[0]) != nil || CheckName("table", parts[1]) != nil {
 		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
 	}
-	day, ok1 := strings.CutPrefix(parts[2], "date=")
-	hs, ok2 := strings.CutPrefix(parts[3], "hour=")
+	end, ok := hourEnd(parts[2], parts[3])
+	if !ok {
+		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
+	}
+	return end, nil
+}
+
+// hourEnd is when the hour of the folders date=YYYY-MM-DD/hour=H ends; ok
+// is false for any other names (hour=05 included: the store writes hours
+// unpadded, so a padded one is not its folder).
+func hourEnd(dateName, hourName string) (end time.Time, ok bool) {
+	day, ok1 := strings.CutPrefix(dateName, "date=")
+	hs, ok2 := strings.CutPrefix(hourName, "hour=")
 	date, err1 := time.Parse(time.DateOnly, day)
 	hour, err2 := strconv.Atoi(hs)
 	if !ok1 || !ok2 || err1 != nil || err2 != nil || hour < 0 || hour > 23 || strconv.Itoa(hour) != hs {
-		return end, fmt.Errorf("%w: %q", ErrBadPartition, rel)
+		return end, false
 	}
-	return date.Add(time.Duration(hour+1) * time.Hour), nil
+	return date.Add(time.Duration(hour+1) * time.Hour), true
 }
 
 // PartitionDir is a partition folder and when its hour ends.
@@ -98,12 +109,7 @@ func TablePartitions(fsys DirReader, table string) ([]PartitionDir, error) {
 		return nil, fmt.Errorf("list table: %w", err)
 	}
 	for _, d := range dates {
-		day, ok := strings.CutPrefix(d.Name(), "date=")
-		if !d.IsDir() || !ok {
-			continue
-		}
-		date, err := time.Parse(time.DateOnly, day)
-		if err != nil {
+		if _, ok := hourEnd(d.Name(), "hour=0"); !d.IsDir() || !ok {
 			continue
 		}
 		hours, err := fsys.ReadDir(filepath.Join(table, d.Name()))
@@ -111,12 +117,11 @@ func TablePartitions(fsys DirReader, table string) ([]PartitionDir, error) {
 			return nil, fmt.Errorf("list date: %w", err)
 		}
 		for _, h := range hours {
-			hs, ok := strings.CutPrefix(h.Name(), "hour=")
-			hour, err := strconv.Atoi(hs)
-			if !h.IsDir() || !ok || err != nil || hour < 0 || hour > 23 {
+			end, ok := hourEnd(d.Name(), h.Name())
+			if !h.IsDir() || !ok {
 				continue
 			}
-			out = append(out, PartitionDir{Dir: filepath.Join(table, d.Name(), h.Name()), End: date.Add(time.Duration(hour+1) * time.Hour)})
+			out = append(out, PartitionDir{Dir: filepath.Join(table, d.Name(), h.Name()), End: end})
 		}
 	}
 	return out, nil

@@ -78,6 +78,7 @@ func TestTablePartitions(t *testing.T) {
 		"date=2026-11-27/hour=23",
 		"date=2026-11-28/hour=7",
 		"date=2026-11-28/hour=24",  // not an hour
+		"date=2026-11-28/hour=05",  // not a partition's spelling (ParsePartition's rule)
 		"date=2026-11-28/hour=x",   // not an hour
 		"date=2026-11-28/minute=7", // not hour=
 		"date=2026-13-01/hour=1",   // not a date
