@@ -30,6 +30,7 @@ type flusher struct {
 	log          *slog.Logger
 	compression  string
 	rowGroupRows int64
+	workers      int // goroutines encoding a file's columns
 	noParquet    bool
 	interval     time.Duration
 	dir          string
@@ -61,6 +62,7 @@ type flusherConfig struct {
 	Logger        *slog.Logger
 	Compression   string
 	RowGroupRows  int64
+	Workers       int
 	NoParquet     bool
 	FlushInterval time.Duration
 	DataDir       string
@@ -72,6 +74,7 @@ func newFlusher(cfg flusherConfig, sysDir string, rotates chan<- chan *generatio
 		log:          cfg.Logger,
 		compression:  cfg.Compression,
 		rowGroupRows: cfg.RowGroupRows,
+		workers:      cfg.Workers,
 		noParquet:    cfg.NoParquet,
 		interval:     cfg.FlushInterval,
 		dir:          cfg.DataDir,
@@ -222,11 +225,12 @@ func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, in
 func (fl *flusher) encode(f io.Writer, p *partition) error {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w, err := parquetfile.NewWriter(bw, p.table.Parquet, p.table.Arrow, parquetfile.Options{
-		Compression:  fl.compression,
-		RowGroupRows: fl.rowGroupRows,
-		BloomColumns: p.table.BloomColumns,
-		ExpectedRows: int64(p.rows),
-		LiteralPages: true,
+		Compression:   fl.compression,
+		RowGroupRows:  fl.rowGroupRows,
+		BloomColumns:  p.table.BloomColumns,
+		ExpectedRows:  int64(p.rows),
+		LiteralPages:  true,
+		EncodeWorkers: fl.workers,
 	})
 	if err != nil {
 		return err

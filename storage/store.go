@@ -38,6 +38,10 @@ type Options struct {
 	// a negative value refuses at once.
 	BufferWait   time.Duration
 	RowGroupRows int64
+	// FlushWorkers is how many goroutines a flush may encode a file's
+	// columns on (parquetfile's Options.EncodeWorkers): 0 or 1, one after
+	// the other.
+	FlushWorkers int
 	// DedupWindow is how long batch IDs are remembered to drop retried
 	// copies of batches already stored, counted in the sidecar's running
 	// time (down time does not age them).
@@ -244,6 +248,7 @@ func flusherConfigOf(o Options) flusherConfig {
 		Logger:        o.Logger,
 		Compression:   o.Compression,
 		RowGroupRows:  o.RowGroupRows,
+		Workers:       o.FlushWorkers,
 		NoParquet:     o.NoParquet,
 		FlushInterval: o.FlushInterval,
 		DataDir:       o.DataDir,

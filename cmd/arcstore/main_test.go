@@ -150,14 +150,16 @@ func TestFlagSizes(t *testing.T) {
 			assert.Equal(t, back, again)
 		})
 	}
-	c, err := parseFlags([]string{"-max-buffer-bytes", "64MiB", "-memory-limit", "1GiB"})
+	c, err := parseFlags([]string{"-max-buffer-bytes", "64MiB", "-memory-limit", "1GiB", "-flush-workers", "2"})
 	require.NoError(t, err)
+	assert.Equal(t, 2, c.flushWorkers)
 	assert.EqualValues(t, 64<<20, c.maxBufferBytes)
 	assert.EqualValues(t, 1<<30, c.memoryLimit)
 
 	c, err = parseFlags(nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, storage.DefaultFlushBytes, c.flushBytes, "defaults are unchanged")
+	assert.Equal(t, 1, c.flushWorkers, "a flush encodes one column after the other")
 	assert.EqualValues(t, storage.DefaultMaxBufferBytes, c.maxBufferBytes)
 	assert.EqualValues(t, storage.DefaultMaxWALBytes, c.maxWALBytes)
 	assert.EqualValues(t, defaultMemoryLimit, c.memoryLimit)

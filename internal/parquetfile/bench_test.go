@@ -327,6 +327,11 @@ var encoders = []struct {
 		return parquetfile.WritePqarrow(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows}, recs)
 	}},
 	{"new", newEncoder},
+	// The new writer with a row group's columns encoded on GOMAXPROCS
+	// goroutines (the flush's -flush-workers; at 10 000 rows and more).
+	{"new-parallel", func(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
+		return encodeWith(out, t, recs, rows, runtime.GOMAXPROCS(0))
+	}},
 	// The new writer with the top-level strings of one width written
 	// without a dictionary (ids) PLAIN, as before 2026-11-27, instead of
 	// DELTA_LENGTH_BYTE_ARRAY; and with every string without a dictionary
@@ -447,7 +452,13 @@ func withNestedStats(on bool, extra ...pq.WriterProperty) encoder {
 
 // newEncoder is the writer as the flush uses it.
 func newEncoder(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64) error {
-	w, err := parquetfile.NewWriter(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows, LiteralPages: true})
+	return encodeWith(out, t, recs, rows, 1)
+}
+
+// encodeWith is the writer as the flush uses it with -flush-workers
+// workers.
+func encodeWith(out io.Writer, t benchTable, recs []arrow.RecordBatch, rows int64, workers int) error {
+	w, err := parquetfile.NewWriter(out, t.parquet, t.arrow, parquetfile.Options{BloomColumns: t.bloom, ExpectedRows: rows, LiteralPages: true, EncodeWorkers: workers})
 	if err != nil {
 		return err
 	}
@@ -519,4 +530,42 @@ func reportRows(b *testing.B, rows int, size int64, cpu time.Duration) {
 	b.ReportMetric(elapsed*1e9/total, "ns/row")
 	b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/row")
 	b.ReportMetric(float64(size)/float64(rows), "B/row")
+}
+
+// BenchmarkEncodeParallel writes a file of one full row group (the flush's
+// row groups under load) with the columns encoded one after the other
+// and on GOMAXPROCS goroutines (EncodeWorkers), reporting wall time and
+// process CPU per row.
+//
+//	go test ./internal/parquetfile/ -run '^$' -bench EncodeParallel -cpu 2 -count 6
+func BenchmarkEncodeParallel(b *testing.B) {
+	for _, t := range benchTables() {
+		if t.name != "arc_logs_new" && t.name != "otlp_traces_random_ids" {
+			continue
+		}
+		rows := parquetfile.DefaultRowGroupRows
+		recs := t.batches(b, rows)
+		for _, parallel := range []bool{false, true} {
+			workers := 1
+			if parallel {
+				workers = runtime.GOMAXPROCS(0)
+			}
+			b.Run(fmt.Sprintf("%s/rows=%d/parallel=%v", t.name, rows, parallel), func(b *testing.B) {
+				b.ReportAllocs()
+				var size int64
+				cpu := benchcpu.Process()
+				for b.Loop() {
+					var cw countWriter
+					if err := encodeWith(&cw, t, recs, int64(rows), workers); err != nil {
+						b.Fatal(err)
+					}
+					size = cw.n
+				}
+				reportRows(b, rows, size, benchcpu.Process()-cpu)
+			})
+		}
+		for _, r := range recs {
+			r.Release()
+		}
+	}
 }

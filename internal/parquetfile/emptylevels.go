@@ -2,7 +2,6 @@ package parquetfile
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -103,16 +102,12 @@ func (e *emptyColumn) build(runs []run) {
 	clear(e.zeros)
 }
 
-// write writes the column's leaves as the row group writer's next
-// columns, each with the levels of build and no value.
-func (e *emptyColumn) write(ctx context.Context, rgw file.RowGroupWriter) error {
-	srgw, ok := rgw.(file.SerialRowGroupWriter)
-	if !ok {
-		return fmt.Errorf("row group writer is buffered")
-	}
+// write writes the column's leaves, each to the writer column returns
+// next, with the levels of build and no value.
+func (e *emptyColumn) write(ctx context.Context, column func() (file.ColumnChunkWriter, error)) error {
 	e.written++
 	for _, typ := range e.leaves {
-		cw, err := srgw.NextColumn()
+		cw, err := column()
 		if err != nil {
 			return err
 		}

@@ -226,3 +226,23 @@ func (w *Writer) EmptyColumns() map[string]int {
 func EmptyWriterPool() {
 	writerPool.pool.Empty()
 }
+
+// SetEncodeWorkers makes every writer encode its columns on n goroutines
+// (0: one per CPU); it returns the previous setting.
+func SetEncodeWorkers(n int) int {
+	prev := forcedWorkers
+	forcedWorkers = n
+	return prev
+}
+
+// SetColumnFault makes the encoding of every column fault returns an
+// error for fail with it (nil: none); it returns the previous hook.
+func SetColumnFault(fault func(column string) error) func(column string) error {
+	prev := columnFault
+	columnFault = fault
+	return prev
+}
+
+// ParallelRowGroups counts the row groups the writer encoded on several
+// goroutines.
+func (w *Writer) ParallelRowGroups() int { return w.parallelGroups }

@@ -2,7 +2,6 @@ package parquetfile
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"unsafe"
 
@@ -118,16 +117,12 @@ func (l *mapLevels) release() {
 }
 
 // writeDirect writes the map column's key and value columns of the row
-// group as the row group writer's next two columns, with levels computed
-// from the row group's offsets.
-func (m *mapDictColumn) writeDirect(ctx context.Context, rgw file.RowGroupWriter, arr arrow.Array) error {
-	srgw, ok := rgw.(file.SerialRowGroupWriter)
-	if !ok {
-		return fmt.Errorf("row group writer is buffered")
-	}
+// group to the next two writers column returns, with levels computed from
+// the row group's offsets.
+func (m *mapDictColumn) writeDirect(ctx context.Context, column func() (file.ColumnChunkWriter, error), arr arrow.Array) error {
 	entries := arr.Data().Children()[0]
 	for child := range 2 {
-		cw, err := srgw.NextColumn()
+		cw, err := column()
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,9 @@ type Options struct {
 	// shrinks them (random floats, deltas of unordered times). The flush
 	// sets it; compaction, whose files are the ones kept, does not.
 	LiteralPages bool
+	// EncodeWorkers is how many goroutines may encode a row group's
+	// columns (parallel.go): 0 or 1, one after the other.
+	EncodeWorkers int
 }
 
 // DefaultRowGroupRows sizes row groups for scans: large enough that engines
@@ -235,7 +238,11 @@ func arrowCodec(name string) (pqcompress.Compression, error) {
 //
 // Records are kept (retained, not copied) until a row group is complete;
 // the row group is then written column by column straight to out, so a
-// writer buffers no encoded pages beyond the current column chunk.
+// writer buffers no encoded pages beyond the current column chunk. With
+// Options.EncodeWorkers, a large row group's columns are encoded on
+// several goroutines instead (parallel.go), each into its pages in
+// memory, and written to out in column order as soon as a column and
+// those before it are done: up to one row group's encoded pages.
 type Writer struct {
 	out   io.Writer
 	props []pq.WriterProperty
@@ -265,6 +272,15 @@ type Writer struct {
 	pending      []run // rows of the current row group
 	rows         int64 // rows in pending
 	total        int64
+	// workers is Options.EncodeWorkers.
+	workers int
+	// err is the error that left the file unfinished.
+	err error
+	// parallelGroups counts the row groups encoded on several goroutines.
+	parallelGroups int
+	// leafBase is the first leaf column of each top-level column, and
+	// the leaf count last (planLeaves).
+	leafBase []int
 	// dictValues counts the distinct values of the dictionaries handed to
 	// arrow-go, which allocates twice for each when it takes one in
 	// (TestAllocationsDoNotGrowWithRows allows for them).
@@ -284,7 +300,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows, level: zstdLevel(schema), literalPages: opts.LiteralPages && literalPages}
+	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows, level: zstdLevel(schema), literalPages: opts.LiteralPages && literalPages, workers: opts.EncodeWorkers}
 	w.rawPages = w.literalPages && flat(schema)
 	if w.maxRows <= 0 {
 		w.maxRows = DefaultRowGroupRows
@@ -292,6 +308,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	if err := w.plan(schema, arrowSchema); err != nil {
 		return nil, err
 	}
+	w.planLeaves(len(schema.Columns()))
 	w.props = []pq.WriterProperty{
 		pq.WithRootName(schema.Name()),
 		pq.WithCompression(codec),
@@ -626,6 +643,9 @@ func Check(schema *parquet.Schema, arrowSchema *arrow.Schema) error {
 // scattered in small runs are gathered into one copy first, which is
 // cheaper than writing many tiny slices.
 func (w *Writer) Write(rec arrow.RecordBatch, rows []int32) error {
+	if w.err != nil {
+		return w.err
+	}
 	if rows == nil {
 		return w.write(rec, 0, rec.NumRows())
 	}
@@ -712,84 +732,148 @@ func (w *Writer) write(rec arrow.RecordBatch, start, end int64) error {
 	return nil
 }
 
-// flushRowGroup writes the pending rows as one row group, column by column.
+// flushRowGroup writes the pending rows as one row group. An error leaves
+// the file unfinished: the writer then returns it from every call.
 func (w *Writer) flushRowGroup() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.writeRowGroup(); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// writeRowGroup writes the pending rows as one row group: its columns
+// encoded on up to encodeWorkers goroutines (parallel.go), or one after
+// the other straight to out.
+func (w *Writer) writeRowGroup() error {
 	defer w.releasePending()
-	for c, d := range w.dict {
-		if d == nil || d.off {
-			continue
-		}
-		limit := 0 // later row groups keep the first one's choice
-		if w.fw == nil {
-			limit = dictLimit(w.rows)
-		}
-		// A column with no value in the first row group cannot show
-		// whether its values repeat: without a limit after it, a
-		// dictionary of durations would grow with every row group.
-		if !d.build(w.pending, w.fields[c], limit) || w.fw == nil && d.size() == 0 {
-			d.off = true
-			d.reset()
-			d.release() // its table goes back to the pool now
-		}
-	}
-	for c, m := range w.maps {
-		if m != nil {
-			m.build(w.pending, w.fields[c], w.fw == nil)
-		}
-	}
+	workers := w.encodeWorkers()
+	w.buildDictionaries(workers)
 	w.countDictValues()
 	if w.fw == nil {
 		if err := w.start(); err != nil {
 			return err
 		}
 	}
+	if workers > 1 && w.rgw != nil {
+		return w.writeColumnsParallel(workers)
+	}
 	if err := w.fw.NewRowGroupChecked(); err != nil {
 		return fmt.Errorf("start row group: %w", err)
 	}
-	chunks := make([]arrow.Array, len(w.pending))
-	for c, f := range w.fields {
-		if e := w.empty[c]; e != nil && directEmptyLevels && w.rgw != nil && empty(w.pending, f) {
-			e.build(w.pending)
-			if err := e.write(w.ctx, *w.rgw); err != nil {
-				return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
-			}
-			*w.colIdx += len(e.leaves)
-			continue
-		}
-		typ, parts := w.schema.Field(c).Type, chunks
-		if d := w.dict[c]; d != nil && !d.off {
-			typ, parts = d.dictType(), chunks[:1]
-			parts[0] = d.array()
-		} else if m := w.maps[c]; m != nil && m.on() && m.direct() && w.rgw != nil {
-			arr := m.array()
-			err := m.writeDirect(w.ctx, *w.rgw, arr)
-			arr.Release()
-			if err != nil {
-				return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
-			}
-			*w.colIdx += 2
-			continue
-		} else if m != nil && m.on() {
-			parts = chunks[:1]
-			parts[0] = m.array()
-			typ = parts[0].DataType()
-		} else {
-			for i, r := range w.pending {
-				parts[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
-			}
-		}
-		col := arrow.NewChunked(typ, parts)
-		for i, a := range parts {
-			a.Release()
-			parts[i] = nil
-		}
-		err := w.fw.WriteColumnChunked(col, 0, w.rows)
-		col.Release()
-		if err != nil {
-			return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
+	s := &columnSink{fw: w.fw, colIdx: w.colIdx, ctx: w.ctx}
+	if w.rgw != nil {
+		s.column = (*w.rgw).(file.SerialRowGroupWriter).NextColumn
+	}
+	for c := range w.fields {
+		if err := w.writeColumn(c, s); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// buildDictionaries encodes the row group's dictionary and map columns,
+// on up to workers goroutines (the columns are independent); in the
+// first row group, a column whose values repeat too little turns its
+// dictionary off for the file.
+func (w *Writer) buildDictionaries(workers int) {
+	first := w.fw == nil
+	eachColumn(len(w.fields), workers, func(c int) {
+		if d := w.dict[c]; d != nil && !d.off {
+			limit := 0 // later row groups keep the first one's choice
+			if first {
+				limit = dictLimit(w.rows)
+			}
+			// A column with no value in the first row group cannot show
+			// whether its values repeat: without a limit after it, a
+			// dictionary of durations would grow with every row group.
+			if !d.build(w.pending, w.fields[c], limit) || first && d.size() == 0 {
+				d.off = true
+				d.reset()
+				d.release() // its table goes back to the pool now
+			}
+		}
+		if m := w.maps[c]; m != nil {
+			m.build(w.pending, w.fields[c], first)
+		}
+	})
+}
+
+// columnSink is where writeColumn writes a top-level column's leaves:
+// through fw, whose leaf counter colIdx says which leaf is next, and for
+// the columns whose levels are computed here (direct), through column,
+// which returns the next leaf's writer (nil when pqarrow's internals are
+// out of reach). ctx is pqarrow's write context, whose scratch buffer
+// allows one column at a time; parts is scratch for the column's chunks.
+type columnSink struct {
+	fw     *pqarrow.FileWriter
+	colIdx *int
+	ctx    context.Context
+	column func() (file.ColumnChunkWriter, error)
+	parts  []arrow.Array
+}
+
+// writeColumn writes top-level column c of the pending rows to s.
+func (w *Writer) writeColumn(c int, s *columnSink) error {
+	if err := w.encodeColumn(c, s); err != nil {
+		return fmt.Errorf("encode column %q: %w", w.schema.Field(c).Name, err)
+	}
+	return nil
+}
+
+func (w *Writer) encodeColumn(c int, s *columnSink) error {
+	if columnFault != nil {
+		if err := columnFault(w.schema.Field(c).Name); err != nil {
+			return err
+		}
+	}
+	f := w.fields[c]
+	direct := s.column != nil
+	if e := w.empty[c]; e != nil && directEmptyLevels && direct && empty(w.pending, f) {
+		e.build(w.pending)
+		if err := e.write(s.ctx, s.column); err != nil {
+			return err
+		}
+		*s.colIdx += len(e.leaves)
+		return nil
+	}
+	if cap(s.parts) < len(w.pending) {
+		s.parts = make([]arrow.Array, len(w.pending))
+	}
+	typ, parts := w.schema.Field(c).Type, s.parts[:len(w.pending)]
+	if d := w.dict[c]; d != nil && !d.off {
+		typ, parts = d.dictType(), parts[:1]
+		parts[0] = d.array()
+	} else if m := w.maps[c]; m != nil && m.on() && m.direct() && direct {
+		arr := m.array()
+		err := m.writeDirect(s.ctx, s.column, arr)
+		arr.Release()
+		if err != nil {
+			return err
+		}
+		*s.colIdx += 2
+		return nil
+	} else if m != nil && m.on() {
+		parts = parts[:1]
+		parts[0] = m.array()
+		typ = parts[0].DataType()
+	} else {
+		for i, r := range w.pending {
+			parts[i] = w.slice(c, r.rec.Column(f), r.start, r.end)
+		}
+	}
+	col := arrow.NewChunked(typ, parts)
+	for i, a := range parts {
+		a.Release()
+		parts[i] = nil
+	}
+	err := s.fw.WriteColumnChunked(col, 0, w.rows)
+	col.Release()
+	return err
 }
 
 // countDictValues adds the distinct values of the row group's
@@ -856,6 +940,9 @@ func (w *Writer) Rows() int64 { return w.total }
 // Close writes the last row group and the footer. It does not close the
 // underlying io.Writer.
 func (w *Writer) Close() error {
+	if w.err != nil {
+		return w.err
+	}
 	if w.rows > 0 {
 		if err := w.flushRowGroup(); err != nil {
 			return err
