@@ -50,10 +50,12 @@ type committer struct {
 	// in a generation, so together they cannot overshoot the ceiling.
 	admitted atomic.Int64
 	// room wakes writers waiting for buffer room (AppendAll); waiting
-	// counts them, waited sums their waits in nanoseconds.
+	// counts them, waited sums their waits in nanoseconds, waits counts
+	// the waits begun (the flusher's sign that it is behind).
 	room    roomSignal
 	waiting atomic.Int32
 	waited  atomic.Int64
+	waits   atomic.Int64
 	closing atomic.Bool
 	closeMu sync.RWMutex // Append holds it shared so Close can wait them out
 }
@@ -144,6 +146,7 @@ func (c *committer) addToGen(database string, t *Table, rec arrow.RecordBatch, s
 // every diskRecheck.
 func (c *committer) waitForRoom(ctx context.Context, room <-chan struct{}, giveUp <-chan time.Time, full error) error {
 	c.waiting.Add(1)
+	c.waits.Add(1)
 	start := time.Now()
 	defer func() {
 		c.waited.Add(int64(time.Since(start)))

@@ -30,7 +30,7 @@ type flusher struct {
 	log          *slog.Logger
 	compression  string
 	rowGroupRows int64
-	workers      int // goroutines encoding a file's columns
+	workers      int // goroutines a flush that writers wait on encodes a file's columns on (workersNow)
 	noParquet    bool
 	interval     time.Duration
 	dir          string
@@ -48,6 +48,10 @@ type flusher struct {
 	published func(lastSeq uint64) error
 	// released gives back the buffer a flushed generation held.
 	released func(bytes int64)
+	// waits counts the writers' waits for buffer room so far; lastWaits
+	// is what the previous flush saw (workersNow).
+	waits     func() int64
+	lastWaits int64
 
 	pending      *pendingFlush // a failed flush, retried before the next one
 	madeDirs     map[string]bool
@@ -150,9 +154,10 @@ func (fl *flusher) prepare(gen *generation) (*flushIntent, []FlushedFile, error)
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].dir("") < keys[j].dir("") })
+	workers := fl.workersNow()
 	for _, k := range keys {
 		p := gen.parts[k]
-		step, size, err := fl.writePartition(p, gen.lastSeq)
+		step, size, err := fl.writePartition(p, gen.lastSeq, workers)
 		if err != nil {
 			fl.removeTemps(in)
 			return nil, nil, fmt.Errorf("flush partition %s: %w", k.dir(""), err)
@@ -192,9 +197,28 @@ func (fl *flusher) removeTemps(in *flushIntent) {
 	}
 }
 
+// workersNow is how many goroutines this flush encodes a file's columns
+// on: fl.workers if writers waited for buffer room since the previous
+// flush began (the flushes are what they wait for, and a core that
+// encodes beside this one shortens the wait), otherwise one. A flush that
+// keeps up gains nothing from a second core and would take it from the
+// requests, for more CPU per row and more memory held.
+func (fl *flusher) workersNow() int {
+	if fl.workers <= 1 || fl.waits == nil {
+		return 1
+	}
+	n := fl.waits()
+	behind := n != fl.lastWaits
+	fl.lastWaits = n
+	if !behind {
+		return 1
+	}
+	return fl.workers
+}
+
 // writePartition writes one partition's rows to a durable temp file and
 // returns the step that publishes it and the file's size.
-func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, int64, error) {
+func (fl *flusher) writePartition(p *partition, lastSeq uint64, workers int) (publishStep, int64, error) {
 	name := fileName(lastSeq)
 	step := publishStep{
 		Temp:  filepath.Join(fl.tmpDir, name+".tmp"),
@@ -208,7 +232,7 @@ func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, in
 		return step, 0, fmt.Errorf("create temp file: %w", err)
 	}
 	cw := &layout.CountingWriter{W: f}
-	err = fl.encode(cw, p)
+	err = fl.encode(cw, p, workers)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -222,7 +246,7 @@ func (fl *flusher) writePartition(p *partition, lastSeq uint64) (publishStep, in
 	return step, cw.N, nil
 }
 
-func (fl *flusher) encode(f io.Writer, p *partition) error {
+func (fl *flusher) encode(f io.Writer, p *partition, workers int) error {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w, err := parquetfile.NewWriter(bw, p.table.Parquet, p.table.Arrow, parquetfile.Options{
 		Compression:   fl.compression,
@@ -230,7 +254,7 @@ func (fl *flusher) encode(f io.Writer, p *partition) error {
 		BloomColumns:  p.table.BloomColumns,
 		ExpectedRows:  int64(p.rows),
 		LiteralPages:  true,
-		EncodeWorkers: fl.workers,
+		EncodeWorkers: workers,
 	})
 	if err != nil {
 		return err

@@ -127,3 +127,32 @@ func TestFlusherRecoverFinishesAnIntentAndClearsStrayTemps(t *testing.T) {
 		"date=2026-11-22/hour=10": {"x-1"},
 	}, messages(t, g.dir))
 }
+
+// TestFlushWorkersOnlyWhenWritersWait: a flush encodes on several
+// goroutines only when writers waited for buffer room since the previous
+// flush began; one that keeps up stays on one.
+func TestFlushWorkersOnlyWhenWritersWait(t *testing.T) {
+	var waits int64
+	steps := []struct {
+		name    string
+		workers int
+		newWait bool
+		want    int
+	}{
+		{"nobody waited", 2, false, 1},
+		{"a writer waited", 2, true, 2},
+		{"nobody waited since", 2, false, 1},
+		{"waiting again", 3, true, 3},
+		{"still waiting", 3, true, 3},
+		{"one worker asked for", 1, true, 1},
+	}
+	fl := &flusher{waits: func() int64 { return waits }}
+	for _, st := range steps {
+		fl.workers = st.workers
+		if st.newWait {
+			waits++
+		}
+		assert.Equal(t, st.want, fl.workersNow(), st.name)
+	}
+	assert.Equal(t, 1, (&flusher{workers: 2}).workersNow(), "no committer to ask")
+}

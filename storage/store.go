@@ -175,6 +175,7 @@ func Open(opts Options) (*Store, error) {
 	s.retention = newRetention(s)
 	s.flusher.published = func(uint64) error { return s.trimWAL(s.trimPoint()) }
 	s.flusher.released = s.commit.released
+	s.flusher.waits = s.commit.waits.Load
 	s.commit.flusher = s.flusher
 	lock, err := lockDir(s.sysDir)
 	if err != nil {

@@ -353,6 +353,7 @@ func TestWaitForRoomEnds(t *testing.T) {
 					assert.GreaterOrEqual(t, time.Since(start), tt.wait, "it waited its whole BufferWait")
 				}
 				assert.Positive(t, s.BufferWaited())
+				assert.Positive(t, s.commit.waits.Load(), "the wait counted for the flusher (workersNow)")
 			case <-time.After(30 * time.Second):
 				t.Fatal("the wait did not end")
 			}
