@@ -39,8 +39,9 @@ type Options struct {
 	BufferWait   time.Duration
 	RowGroupRows int64
 	// FlushWorkers is how many goroutines a flush may encode a file's
-	// columns on (parquetfile's Options.EncodeWorkers): 0 or 1, one after
-	// the other.
+	// columns on (parquetfile's Options.EncodeWorkers) when writers waited
+	// for buffer room since the previous flush began; otherwise, and with
+	// 0 or 1, one after the other.
 	FlushWorkers int
 	// DedupWindow is how long batch IDs are remembered to drop retried
 	// copies of batches already stored, counted in the sidecar's running
