@@ -49,9 +49,11 @@ type flusher struct {
 	// released gives back the buffer a flushed generation held.
 	released func(bytes int64)
 	// waits counts the writers' waits for buffer room so far; lastWaits
-	// is what the previous flush saw (workersNow).
+	// is what the previous flush saw; waiting is how many wait now
+	// (workersNow).
 	waits     func() int64
 	lastWaits int64
+	waiting   func() int32
 
 	pending      *pendingFlush // a failed flush, retried before the next one
 	madeDirs     map[string]bool
@@ -199,16 +201,19 @@ func (fl *flusher) removeTemps(in *flushIntent) {
 
 // workersNow is how many goroutines this flush encodes a file's columns
 // on: fl.workers if writers waited for buffer room since the previous
-// flush began (the flushes are what they wait for, and a core that
-// encodes beside this one shortens the wait), otherwise one. A flush that
-// keeps up gains nothing from a second core and would take it from the
-// requests, for more CPU per row and more memory held.
+// flush began or wait now (the flushes are what they wait for, and a core
+// that encodes beside this one shortens the wait), otherwise one. Writers
+// blocked since before the previous flush began no new wait: a failed
+// flush's retry, and the generation flushed right after it, must see
+// them too. A flush that keeps up gains nothing from a second core and
+// would take it from the requests, for more CPU per row and more memory
+// held.
 func (fl *flusher) workersNow() int {
 	if fl.workers <= 1 || fl.waits == nil {
 		return 1
 	}
 	n := fl.waits()
-	behind := n != fl.lastWaits
+	behind := n != fl.lastWaits || fl.waiting != nil && fl.waiting() > 0
 	fl.lastWaits = n
 	if !behind {
 		return 1

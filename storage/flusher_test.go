@@ -156,3 +156,30 @@ func TestFlushWorkersOnlyWhenWritersWait(t *testing.T) {
 	}
 	assert.Equal(t, 1, (&flusher{workers: 2}).workersNow(), "no committer to ask")
 }
+
+// TestFlushWorkersWhileWritersStillWait: writers blocked for room since
+// before the previous flush began begin no new wait, yet the flush is what
+// they wait for: a retried failed flush, or the generation flushed right
+// after a retried one, is encoded on the workers too.
+func TestFlushWorkersWhileWritersStillWait(t *testing.T) {
+	var waits int64
+	var waiting int32
+	steps := []struct {
+		name     string
+		newWaits int64
+		waiting  int32
+		want     int
+	}{
+		{"writers began waiting", 2, 2, 2},
+		{"the flush failed, its retry: the same writers still wait", 0, 2, 2},
+		{"the next generation, in the same flush: still waiting", 0, 2, 2},
+		{"they got room and nobody waits", 0, 0, 1},
+		{"a writer waited and got room before the flush", 1, 0, 2},
+	}
+	fl := &flusher{workers: 2, waits: func() int64 { return waits }, waiting: func() int32 { return waiting }}
+	for _, st := range steps {
+		waits += st.newWaits
+		waiting = st.waiting
+		assert.Equal(t, st.want, fl.workersNow(), st.name)
+	}
+}

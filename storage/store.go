@@ -40,8 +40,8 @@ type Options struct {
 	RowGroupRows int64
 	// FlushWorkers is how many goroutines a flush may encode a file's
 	// columns on (parquetfile's Options.EncodeWorkers) when writers waited
-	// for buffer room since the previous flush began; otherwise, and with
-	// 0 or 1, one after the other.
+	// for buffer room since the previous flush began or wait now;
+	// otherwise, and with 0 or 1, one after the other.
 	FlushWorkers int
 	// DedupWindow is how long batch IDs are remembered to drop retried
 	// copies of batches already stored, counted in the sidecar's running
@@ -177,6 +177,7 @@ func Open(opts Options) (*Store, error) {
 	s.flusher.published = func(uint64) error { return s.trimWAL(s.trimPoint()) }
 	s.flusher.released = s.commit.released
 	s.flusher.waits = s.commit.waits.Load
+	s.flusher.waiting = s.commit.waiting.Load
 	s.commit.flusher = s.flusher
 	lock, err := lockDir(s.sysDir)
 	if err != nil {
