@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -176,4 +177,49 @@ func TestParallelColumnsPageEnd(t *testing.T) {
 	col, ok := f.Schema().Lookup("response_time_ms")
 	require.True(t, ok)
 	assert.Len(t, pages[col.ColumnIndex].PageLocations, 1, "pages of response_time_ms in the first row group")
+}
+
+// With EncodeWorkers as the flush sets it (not forced), the row groups of
+// parallelMinRows rows or more are encoded in parallel and a smaller last
+// one, written by Close, one column after the other: the file is still the
+// serial one, byte for byte, whether the bloom filters are sized for the
+// rows expected or adaptive.
+func TestParallelColumnsThenSerialLastRowGroup(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("parallel encoding needs 2 CPUs")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, tt := range benchTables() {
+		for _, expected := range []int64{0, 11000} {
+			t.Run(fmt.Sprintf("%s/expected-rows=%d", tt.name, expected), func(t *testing.T) {
+				recs := tt.batches(t, 11000)
+				defer func() {
+					for _, r := range recs {
+						r.Release()
+					}
+				}()
+				file := func(workers int) ([]byte, int) {
+					var buf bytes.Buffer
+					w, err := parquetfile.NewWriter(&buf, tt.parquet, tt.arrow, parquetfile.Options{
+						BloomColumns: tt.bloom, ExpectedRows: expected, RowGroupRows: 5000, LiteralPages: true, EncodeWorkers: workers,
+					})
+					require.NoError(t, err)
+					for _, rec := range recs {
+						require.NoError(t, w.Write(rec, nil))
+					}
+					require.NoError(t, w.Close())
+					return buf.Bytes(), w.ParallelRowGroups()
+				}
+				serial, n := file(1)
+				require.Zero(t, n)
+				par, n := file(2)
+				assert.Equal(t, 2, n, "row groups encoded in parallel")
+				assert.True(t, bytes.Equal(serial, par), "the file differs from the serial one")
+				f, err := parquet.OpenFile(bytes.NewReader(par), int64(len(par)))
+				require.NoError(t, err)
+				assert.Equal(t, int64(11000), f.NumRows())
+				assert.Len(t, f.RowGroups(), 3)
+			})
+		}
+	}
 }
