@@ -1,6 +1,7 @@
 package parquetfile
 
 import (
+	"context"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -246,3 +247,11 @@ func SetColumnFault(fault func(column string) error) func(column string) error {
 // ParallelRowGroups counts the row groups the writer encoded on several
 // goroutines.
 func (w *Writer) ParallelRowGroups() int { return w.parallelGroups }
+
+// HideWriteContext puts pqarrow's write context out of the workers' reach
+// (as an arrow-go without that field would) until the returned func.
+func HideWriteContext() (restore func()) {
+	prev := fileWriterContext
+	fileWriterContext = func(*pqarrow.FileWriter) *context.Context { return nil }
+	return func() { fileWriterContext = prev }
+}

@@ -44,7 +44,7 @@ const maxEncodeWorkers = 4
 // dictionaries may still be built in parallel, then its columns are
 // written serially).
 func (w *Writer) encodeWorkers() int {
-	if w.leafBase == nil || w.fw != nil && w.rgw == nil {
+	if w.leafBase == nil || w.fw != nil && !w.columnsInReach() {
 		return 1
 	}
 	if forcedWorkers > 0 {
@@ -54,6 +54,12 @@ func (w *Writer) encodeWorkers() int {
 		return 1
 	}
 	return min(w.workers, runtime.GOMAXPROCS(0), runtime.NumCPU(), maxEncodeWorkers, len(w.fields))
+}
+
+// columnsInReach reports whether workers can write into the started
+// file: its row group writer, leaf counter and write context (workerSink).
+func (w *Writer) columnsInReach() bool {
+	return w.rgw != nil && fileWriterContext(w.fw) != nil
 }
 
 // parallelMinRows is the smallest row group encoded in parallel: in
@@ -310,8 +316,8 @@ func bufferedValues(cw file.ColumnChunkWriter) bool {
 }
 
 // fileWriterContext reaches the write context of a pqarrow.FileWriter,
-// nil if it no longer has one.
-func fileWriterContext(fw *pqarrow.FileWriter) *context.Context {
+// nil if it no longer has one (a variable: tests take it out of reach).
+var fileWriterContext = func(fw *pqarrow.FileWriter) *context.Context {
 	f := reflect.ValueOf(fw).Elem().FieldByName("ctx")
 	if !f.IsValid() || f.Type() != reflect.TypeFor[context.Context]() {
 		return nil

@@ -223,3 +223,27 @@ func TestParallelColumnsThenSerialLastRowGroup(t *testing.T) {
 		}
 	}
 }
+
+// Where pqarrow's write context is out of reach (an arrow-go that renamed
+// it), the columns are written one after the other: the file is the
+// serial one, not a failed flush.
+func TestParallelColumnsWithoutWriteContext(t *testing.T) {
+	tt := benchTables()[0]
+	recs := tt.batches(t, 5000)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var serial bytes.Buffer
+	_, err := parallelFile(t, tt, recs, &serial, 1)
+	require.NoError(t, err)
+	defer parquetfile.HideWriteContext()()
+	for _, workers := range []int{2, 4} {
+		var par bytes.Buffer
+		w, err := parallelFile(t, tt, recs, &par, workers)
+		require.NoError(t, err, "%d workers", workers)
+		assert.Zero(t, w.ParallelRowGroups(), "row groups encoded in parallel")
+		assert.True(t, bytes.Equal(serial.Bytes(), par.Bytes()), "%d workers: the file differs from the serial one", workers)
+	}
+}

@@ -758,7 +758,7 @@ func (w *Writer) writeRowGroup() error {
 			return err
 		}
 	}
-	if workers > 1 && w.rgw != nil {
+	if workers > 1 && w.columnsInReach() {
 		return w.writeColumnsParallel(workers)
 	}
 	if err := w.fw.NewRowGroupChecked(); err != nil {
