@@ -482,7 +482,10 @@ func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup,
 
 // layout is the encoding of each leaf column of a merged file: what the
 // flush's writer makes of the contract's encodings (contractEncodings) on
-// the rows of the merged file's first row group, taken in file order.
+// a row group's worth of the hour's rows, taken in file order (with Sort
+// on, not the sorted rows the merged file's first row group holds: the
+// writer decides by how often values repeat and how wide they are, which
+// the order of an hour's rows barely moves).
 // Never the encodings of a file read: the first one may be an earlier
 // build's (PLAIN ids), and its layout would be the whole hour's. Where
 // the writer cannot take the rows, the contract's encodings stand.
