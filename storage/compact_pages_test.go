@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/schema"
-	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
 // randomSpans converts n spans with ids as SDKs make them (random; four
@@ -88,7 +86,7 @@ func dataEncodings(t *testing.T, path string) map[string][]string {
 // parquet-go's own zstd codec stored them nearly raw), and every value
 // reads back.
 func TestCompactedSpansKeepTheFlushedPages(t *testing.T) {
-	ids := []string{"trace_id", "span_id", "parent_span_id"}
+	ids := spanIDColumns
 	for _, tt := range []struct {
 		name string
 		sort bool
@@ -97,24 +95,7 @@ func TestCompactedSpansKeepTheFlushedPages(t *testing.T) {
 		{"sorted", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: tt.sort})
-			require.NoError(t, err)
-			defer s.Close()
-			traces, err := LookupTable(schema.TableTraces)
-			require.NoError(t, err)
-			rng := rand.New(rand.NewPCG(1, 2))
-			const n = 20_000
-			for i := range 2 {
-				// One after the other: sorted by time, a trace's spans stay together.
-				spans := randomSpans(t, rng, t0.Add(-30*time.Minute+time.Duration(i*n)*time.Millisecond), n)
-				require.NoError(t, s.Append(context.Background(), NoDedup, "default", traces, storagetest.IPC(t, spans), spans))
-				spans.Release()
-				require.NoError(t, s.Flush())
-			}
-			hour := filepath.Join(dir, "default", "traces", closedHour)
-			flushed := parquetFilesIn(t, hour)
-			require.Len(t, flushed, 2)
+			s, hour, flushed := flushRandomSpanFiles(t, tt.sort, 1, 2, 20_000)
 			want := dataEncodings(t, flushed[0])
 			flushedRatio := map[string]float64{}
 			for _, col := range ids {
@@ -122,7 +103,7 @@ func TestCompactedSpansKeepTheFlushedPages(t *testing.T) {
 			}
 			before := sortedTexts(tableRows(t, hour, nil))
 
-			_, err = s.Compact(context.Background(), 0)
+			_, err := s.Compact(context.Background(), 0)
 			require.NoError(t, err)
 			compacted := parquetFilesIn(t, hour)
 			require.Len(t, compacted, 1)

@@ -75,6 +75,32 @@ func bytesPerRow(t *testing.T, paths ...string) float64 {
 	return float64(size) / float64(rows)
 }
 
+// flushRandomSpanFiles opens a store (compaction sorting or not) and
+// flushes files of n spans with random ids each into one closed hour, one
+// after the other in time (sorted by time, a trace's spans stay together),
+// the rng seeded with seed; it returns the store, the hour's folder and
+// its files.
+func flushRandomSpanFiles(t *testing.T, sort bool, seed uint64, files, n int) (*Store, string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: sort})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	traces, err := LookupTable(schema.TableTraces)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range files {
+		spans := randomSpans(t, rng, t0.Add(-30*time.Minute+time.Duration(i*n)*time.Millisecond), n)
+		require.NoError(t, s.Append(context.Background(), NoDedup, "default", traces, storagetest.IPC(t, spans), spans))
+		spans.Release()
+		require.NoError(t, s.Flush())
+	}
+	hour := filepath.Join(dir, "default", "traces", closedHour)
+	flushed := parquetFilesIn(t, hour)
+	require.Len(t, flushed, files)
+	return s, hour, flushed
+}
+
 // TestCompactAfterUpgradeTakesTheCurrentLayout: an hour begun by an
 // earlier build (its first file's ids PLAIN, parquet-go's codec and
 // pages) and finished by this one compacts in this build's layout, not
@@ -90,23 +116,8 @@ func TestCompactAfterUpgradeTakesTheCurrentLayout(t *testing.T) {
 		{"sorted", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s, err := Open(Options{DataDir: dir, Logger: quiet, FlushInterval: time.Hour, CompactSort: tt.sort})
-			require.NoError(t, err)
-			defer s.Close()
-			traces, err := LookupTable(schema.TableTraces)
-			require.NoError(t, err)
-			rng := rand.New(rand.NewPCG(3, 4))
 			const n, files = 20_000, 3
-			for i := range files {
-				spans := randomSpans(t, rng, t0.Add(-30*time.Minute+time.Duration(i*n)*time.Millisecond), n)
-				require.NoError(t, s.Append(context.Background(), NoDedup, "default", traces, storagetest.IPC(t, spans), spans))
-				spans.Release()
-				require.NoError(t, s.Flush())
-			}
-			hour := filepath.Join(dir, "default", "traces", closedHour)
-			flushed := parquetFilesIn(t, hour)
-			require.Len(t, flushed, files)
+			s, hour, flushed := flushRandomSpanFiles(t, tt.sort, 3, files, n)
 			rewriteAsEarlierBuild(t, flushed[0], spanIDColumns)
 			old, current := dataEncodings(t, flushed[0]), dataEncodings(t, flushed[1])
 			for _, col := range spanIDColumns {
@@ -115,7 +126,7 @@ func TestCompactAfterUpgradeTakesTheCurrentLayout(t *testing.T) {
 			}
 			oldBytes, flushedBytes := bytesPerRow(t, flushed[0]), bytesPerRow(t, flushed[1:]...)
 
-			_, err = s.Compact(context.Background(), 0)
+			_, err := s.Compact(context.Background(), 0)
 			require.NoError(t, err)
 			compacted := parquetFilesIn(t, hour)
 			require.Len(t, compacted, 1)
