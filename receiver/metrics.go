@@ -239,6 +239,10 @@ func (m *Metrics) Register(cs ...prometheus.Collector) {
 	m.reg.MustRegister(cs...)
 }
 
+// Describe sends the descriptor of every metric registered, the
+// components' included: what a scrape can show, with its labels.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { m.reg.Describe(ch) }
+
 // Handler serves the metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

@@ -23,7 +23,7 @@ func newMetrics() *metrics {
 		aborted: prometheus.NewCounter(prometheus.CounterOpts{Name: "arcstore_upload_aborted_multipart_total",
 			Help: "Multipart uploads aborted: failed, or cut off by a crash and aborted on the next start."}),
 		localDeleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "arcstore_upload_local_deleted_partitions_total",
-			Help: "Local partitions deleted by -local-retention after every file was verified in the bucket."}),
+			Help: "Local partitions deleted by -local-retention or -retention after every file was verified in the bucket."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "arcstore_upload_duration_seconds",
 			Help: "Upload and verification of one file.", Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}}),
 		backlogPartitions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "arcstore_upload_backlog_partitions",
