@@ -33,7 +33,7 @@ func (f *s3Flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "s3-prefix", "", "key prefix in the bucket: <prefix>/<db>/<table>/date=.../hour=.../<file>.parquet")
 	fs.StringVar(&f.region, "s3-region", "us-east-1", "region the requests are signed for")
 	fs.BoolVar(&f.pathStyle, "s3-path-style", false, "path-style addressing (<endpoint>/<bucket>/<key>), for MinIO, versitygw and most self-hosted servers")
-	fs.StringVar(&f.config, "s3-config", "", "YAML file of further upload settings: part_size, concurrency, request_timeout, interval, profile, tls (see docs/OPERATIONS.md)")
+	fs.StringVar(&f.config, "s3-config", "", "YAML file of further upload settings: part_size, concurrency, request_timeout, interval, profile, tls (see docs/OBJECT-STORAGE.md)")
 	fs.DurationVar(&f.localRetention, "local-retention", 0, "with -s3-bucket: delete a local partition once its hour ended this long ago and every file of it is verified in the bucket; 0 keeps them")
 }
 
