@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,4 +264,57 @@ func TestFlagsDocumented(t *testing.T) {
 	for _, m := range names {
 		assert.Contains(t, string(doc), "`-"+m[1]+"`", "docs/SIDECAR.md documents -%s", m[1])
 	}
+
+	// Each row of the flags table gives the defaults of its flags, one
+	// for all of them or one each; usage prints a default unless it is
+	// the type's zero value.
+	defaults := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+).*\n((?:    \t.*\n?)*)`).FindAllStringSubmatch(string(usage), -1) {
+		d := regexp.MustCompile(`\(default (.*)\)\s*$`).FindStringSubmatch(m[2])
+		if d != nil {
+			defaults[m[1]] = strings.Trim(d[1], `"`)
+		} else {
+			defaults[m[1]] = ""
+		}
+	}
+	checked := 0
+	for _, row := range regexp.MustCompile("(?m)^\\| `-.*$").FindAllString(string(doc), -1) {
+		cells := strings.Split(row, "|")
+		require.GreaterOrEqual(t, len(cells), 4, "a row of the flags table: %s", row)
+		flags := regexp.MustCompile("`-([a-z0-9-]+)`").FindAllStringSubmatch(cells[1], -1)
+		docDefaults := strings.Split(strings.TrimSpace(cells[2]), ", ")
+		for i, f := range flags {
+			want, ok := defaults[f[1]]
+			if !assert.True(t, ok, "docs/SIDECAR.md's flag -%s is one arcstore takes", f[1]) {
+				continue
+			}
+			got := docDefaults[0]
+			if len(docDefaults) == len(flags) {
+				got = docDefaults[i]
+			}
+			assert.True(t, sameDefault(want, got), "docs/SIDECAR.md gives -%s the default %q; it is %q", f[1], got, want)
+			checked++
+		}
+	}
+	assert.Equal(t, len(names), checked, "every flag has one row in docs/SIDECAR.md's table")
+}
+
+// sameDefault reports whether a flag's default as usage prints it
+// ("" for the zero value) is the one a docs table cell gives: the same
+// word, duration or size, or for a zero value a word that says so.
+func sameDefault(usage, doc string) bool {
+	doc, _, _ = strings.Cut(strings.ReplaceAll(doc, "`", ""), " (")
+	doc = strings.TrimSpace(doc)
+	if usage == "" {
+		return slices.Contains([]string{"", "0", "none", "off", "AWS"}, doc) || strings.HasPrefix(doc, "SQLite at ")
+	}
+	if usage == doc {
+		return true
+	}
+	if a, err := time.ParseDuration(usage); err == nil {
+		b, err := time.ParseDuration(doc)
+		return err == nil && a == b
+	}
+	var a, b byteSize
+	return a.Set(usage) == nil && b.Set(doc) == nil && a == b
 }
