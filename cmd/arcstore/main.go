@@ -100,7 +100,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.flushInterval, "flush-interval", storage.DefaultFlushInterval, "longest time an acknowledged row waits before it is in Parquet")
 	fs.StringVar(&c.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
 	sizeVar(fs, &c.flushBytes, "flush-bytes", storage.DefaultFlushBytes, "flush early once this `size` is buffered (bytes, or with a unit: KiB, MiB, GiB, KB, MB, GB)")
-	fs.IntVar(&c.flushWorkers, "flush-workers", 2, "goroutines a flush may encode a Parquet file's columns on when writers waited for buffer room since the previous flush began or wait now, at most one per CPU (1: always one column after the other)")
+	fs.IntVar(&c.flushWorkers, "flush-workers", 2, "goroutines a flush may encode a Parquet file's columns on when writers waited for buffer room since the previous flush began or wait now, at most one per CPU and 4 (1: always one column after the other)")
 	sizeVar(fs, &c.maxBufferBytes, "max-buffer-bytes", storage.DefaultMaxBufferBytes, "buffered `size` past which writes wait (-buffer-wait) for a flush to make room, then are refused with RESOURCE_EXHAUSTED (429)")
 	fs.DurationVar(&c.bufferWait, "buffer-wait", storage.DefaultBufferWait, "how long a write that finds the buffer full waits for a flush to make room before it is refused; 0 refuses at once")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
