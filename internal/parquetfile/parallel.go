@@ -191,7 +191,8 @@ func (o *columnOrder) take() (int, bool) {
 }
 
 // finish marks column c encoded and closes the columns that are ready with
-// close, outside the lock, unless another worker is at it.
+// close, outside the lock, unless another worker is at it. A close that
+// fails fails the row group.
 func (o *columnOrder) finish(c int, close func(int) error) error {
 	o.mu.Lock()
 	o.done[c] = true
@@ -206,6 +207,9 @@ func (o *columnOrder) finish(c int, close func(int) error) error {
 		err := close(k)
 		o.mu.Lock()
 		if err != nil {
+			// Failed here, before this worker reports it: a worker done
+			// meanwhile must not write column k again, or those after it.
+			o.failed, o.errs[k] = true, err
 			o.closing = false
 			o.mu.Unlock()
 			return err
