@@ -506,7 +506,11 @@ func openCursor(path string, id int, mem memory.Allocator, keys []string) (*curs
 	}
 	c := &cursor{f: f, r: r, id: id, seg: -1}
 	c.keys.names = keys
-	return c, c.load()
+	if err := c.load(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // load moves to the next non-empty batch; rec is nil at the end.
