@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -467,6 +468,27 @@ func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup,
 	} else {
 		w = parquet.NewWriter(bw, opts...)
 	}
+	err = copyFiles(w, paths, out)
+	if err == nil {
+		if err = w.Close(); err != nil {
+			err = fmt.Errorf("close merged file: %w", err)
+		}
+	}
+	if err != nil {
+		// The sorting writer removes its file of sorted runs only once a
+		// merge is done: a failed one would keep it, open and on disk,
+		// until the next start.
+		if sw, ok := w.(*parquet.SortingWriter[any]); ok {
+			sw.Reset(io.Discard)
+		}
+		return err
+	}
+	return bw.Flush()
+}
+
+// copyFiles copies the rows of the files at paths to w, counting them in
+// out.
+func copyFiles(w parquet.RowWriter, paths []string, out *mergedFile) error {
 	for _, p := range paths {
 		rows, err := copyFile(w, p)
 		if err != nil {
@@ -474,10 +496,7 @@ func (c *Compactor) copyRowByRow(bw *bufio.Writer, table string, g *schemaGroup,
 		}
 		out.rows += rows
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("close merged file: %w", err)
-	}
-	return bw.Flush()
+	return nil
 }
 
 // layout is the encoding of each leaf column of a merged file: what the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,4 +216,48 @@ func TestRunSkipsFilesBesideTables(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Partitions)
 	assert.Equal(t, []string{"a-0", "a-1", "b-0"}, readLogs(t, filepath.Join(dir, hour9)))
+}
+
+// A sorted compaction that fails after the sort spilled a run (a damaged
+// file after more than sortRunRows rows) leaves no temp file open or on
+// disk: the sort's runs file went only when a merge finished, so every
+// retry of a partition with a damaged file kept another one, and its
+// space, until the sidecar restarted.
+func TestFailedSortedMergeRemovesItsRuns(t *testing.T) {
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, layout.SystemDirName, layout.TmpDirName)
+	require.NoError(t, os.MkdirAll(tmp, 0o755))
+	msgs := make([]string, sortRunRows+1)
+	for i := range msgs {
+		msgs[i] = "m"
+	}
+	writeLogs(t, filepath.Join(dir, hour9, "a.parquet"), msgs...)
+	damaged := filepath.Join(dir, hour9, "b.parquet")
+	writeLogs(t, damaged, "b-0", "b-1")
+	data, err := os.ReadFile(damaged)
+	require.NoError(t, err)
+	for i := 4; i < 24; i++ { // the first page's header, after "PAR1"
+		data[i] ^= 0xa5
+	}
+	require.NoError(t, os.WriteFile(damaged, data, 0o644))
+
+	c := New(Config{
+		FS: layout.OSFS{}, DataDir: dir, Logger: slog.New(slog.DiscardHandler),
+		Mem: memory.DefaultAllocator, Guard: &fakeGuard{}, Sort: true,
+	})
+	_, err = c.Run(context.Background(), 0)
+	require.ErrorContains(t, err, "b.parquet", "the damaged file fails the merge")
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "temp files left")
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil {
+			assert.False(t, strings.HasPrefix(p, dir), "%s is still open", p)
+		}
+	}
+	names, err := layout.ParquetFiles(layout.OSFS{}, filepath.Join(dir, hour9))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.parquet", "b.parquet"}, names, "the partition keeps its files")
 }
