@@ -200,7 +200,7 @@ func (m *Metrics) WatchStore(s *storage.Store) {
 	gauge("arcstore_buffer_bytes", "Acknowledged bytes not yet in Parquet.", func() float64 { return float64(s.Buffered()) })
 	gauge("arcstore_buffer_limit_bytes", "The buffer's ceiling (-max-buffer-bytes).", func() float64 { return float64(s.MaxBufferBytes()) })
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "arcstore_buffer_wait_seconds_total",
-		Help: "Time writes waited in all for a flush to make room in a full buffer (-buffer-wait)."},
+		Help: "Time writes waited in all (-buffer-wait) for a flush to make room in a full buffer, or for free space under -min-free-disk."},
 		func() float64 { return s.BufferWaited().Seconds() }))
 	gauge("arcstore_wal_segments", "WAL segment files on disk.", func() float64 { n, _, _ := s.WALStats(); return float64(n) })
 	gauge("arcstore_wal_bytes", "Bytes of the records in the WAL segments (what a restart would replay or skip); reused segment files take more on disk.", func() float64 { _, b, _ := s.WALStats(); return float64(b) })

@@ -596,7 +596,8 @@ func (s *Store) LegacyBatchIDs() bool { return s.dedup.hasLegacy() }
 // Buffered returns the bytes of acknowledged batches not yet in Parquet.
 func (s *Store) Buffered() int64 { return s.commit.buffered.Load() }
 
-// BufferWaited returns how long writes have waited in all for buffer room.
+// BufferWaited returns how long writes have waited in all for buffer room
+// or, under the disk floor, for free space.
 func (s *Store) BufferWaited() time.Duration { return time.Duration(s.commit.waited.Load()) }
 
 // Ready reports whether the store accepts batches.
