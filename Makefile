@@ -12,6 +12,11 @@ TELEMETRYGEN_VERSION := v0.161.0
 DUCKDB_VERSION := 1.5.6
 PYARROW_VERSION := 22.0.0
 POLARS_VERSION := 2.1.0
+# DataFusion's Python bindings and the two pure-Python packages they import
+# (pyarrow is .tools/py's).
+DATAFUSION_VERSION := 55.0.0
+CLOUDPICKLE_VERSION := 3.1.2
+TYPING_EXTENSIONS_VERSION := 4.16.0
 PYSPARK_VERSION := 4.1.4
 # The jars Spark reads the Iceberg tables with, and the plugin that copies
 # them from Maven Central.
@@ -38,6 +43,7 @@ TELEMETRYGEN := $(TOOLS)/telemetrygen
 DUCKDB      := $(TOOLS)/duckdb
 PYARROW     := $(TOOLS)/py/pyarrow
 POLARS      := $(TOOLS)/polars/polars
+DATAFUSION  := $(TOOLS)/datafusion/datafusion
 PYSPARK     := $(TOOLS)/spark/pyspark
 SPARK_JARS  := $(TOOLS)/spark-jars/.installed
 DUCKDB_ICEBERG := $(TOOLS)/duckdb-iceberg/.installed
@@ -91,7 +97,7 @@ bin/otelcol-arc: $(OTELCOL_SOURCES) | $(OCB)
 	CGO_ENABLED=0 $(OCB) --config builder-config.yaml
 	mkdir -p bin && cp _build/otelcol-arc $@.tmp && mv $@.tmp $@
 
-tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG) \
+tools: $(OCB) $(MDATAGEN) $(TELEMETRYGEN) $(DUCKDB) $(PYARROW) $(POLARS) $(DATAFUSION) $(PYSPARK) $(CHDB) $(VERSITYGW) $(PYCLIENTS) $(TELEGRAF) $(PYICEBERG) \
 	$(SPARK_JARS) $(DUCKDB_ICEBERG) $(POSTGRES)
 
 $(OCB):
@@ -143,6 +149,15 @@ $(PYARROW):
 # its runtime, polars-runtime-32; about 180 MB).
 $(POLARS):
 	python3 -m pip install --quiet --target $(TOOLS)/polars polars==$(POLARS_VERSION)
+
+# Apache DataFusion, a SQL engine the tests read our Parquet with (about
+# 125 MB, seconds to install). Without its dependencies: the tests put
+# .tools/py first on PYTHONPATH, so it runs on the pinned pyarrow above and
+# no second pyarrow can shadow it; cloudpickle and typing-extensions, which
+# it imports, are pinned here.
+$(DATAFUSION): | $(PYARROW)
+	python3 -m pip install --quiet --no-deps --target $(TOOLS)/datafusion datafusion==$(DATAFUSION_VERSION) \
+		cloudpickle==$(CLOUDPICKLE_VERSION) typing-extensions==$(TYPING_EXTENSIONS_VERSION)
 
 # Spark (pyspark with its own jars and py4j; about 490 MB, 2-3 minutes to
 # install): the tests read the plain Parquet tree with spark.read.parquet.

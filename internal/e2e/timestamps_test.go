@@ -123,16 +123,8 @@ func duckdbLakeStats(t *testing.T, dataDir string) lakeStats {
 // Polars, without the partitions.
 func pythonLakeStats(t *testing.T, dataDir, mode string) map[string]lakeStats {
 	t.Helper()
-	var path []string
-	for _, lib := range []string{"py", "polars"} {
-		p := filepath.Join(repoRoot, ".tools", lib)
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s not found: run `make tools`", p)
-		}
-		path = append(path, p)
-	}
 	cmd := exec.Command("python3", filepath.Join("testdata", "lake_read.py"), dataDir, fmt.Sprint(lakeCut), mode)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+strings.Join(path, string(os.PathListSeparator)))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonTools(t, "py", "polars"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
@@ -196,10 +188,12 @@ func timestampUnits(t *testing.T, dataDir string) map[string]int {
 // TestEarlierBuildsFilesReadByEngines: a tree where every partition holds,
 // beside the files this build wrote, a copy written as earlier builds
 // wrote (nanosecond timestamps, nested ones included, with nanoseconds
-// past the microsecond) reads the same in DuckDB as is, in pyarrow and in
-// Polars with docs/SCHEMA.md's options: twice the rows, the same times at
-// the microsecond. `arcstore compact` then rewrites every file in
-// microseconds, merged, and all three read the tree with no option.
+// past the microsecond) reads the same in DuckDB as is, in pyarrow, Polars
+// and DataFusion with docs/SCHEMA.md's options: twice the rows, the same
+// times at the microsecond (DataFusion also the same partitions, attribute
+// map entries and span ids; it refuses the tree without its option).
+// `arcstore compact` then rewrites every file in microseconds, merged, and
+// all four read the tree with no option.
 func TestEarlierBuildsFilesReadByEngines(t *testing.T) {
 	dataDir := writeLakeStory(t)
 	before := duckdbLakeStats(t, dataDir)
@@ -237,6 +231,7 @@ func TestEarlierBuildsFilesReadByEngines(t *testing.T) {
 	py := pythonLakeStats(t, dataDir, "mixed")
 	assert.Equal(t, withoutParts(want), py["pyarrow"], "pyarrow with the files' schemas unified")
 	assert.Equal(t, withoutParts(want), py["polars"], "Polars with both casts allowed")
+	assertDataFusionReads(t, dataDir, "mixed", want)
 
 	res, err := exec.Command(tool(t, "ARCSTORE_BIN", "arcstore"), "compact", "-data-dir", dataDir).CombinedOutput()
 	require.NoError(t, err, "arcstore compact: %s", res)
@@ -249,4 +244,5 @@ func TestEarlierBuildsFilesReadByEngines(t *testing.T) {
 	py = pythonLakeStats(t, dataDir, "plain")
 	assert.Equal(t, withoutParts(want), py["pyarrow"], "pyarrow, no option")
 	assert.Equal(t, withoutParts(want), py["polars"], "Polars, no option")
+	assertDataFusionReads(t, dataDir, "plain", want)
 }
