@@ -139,8 +139,8 @@ func TestArcWriteAPIEndToEnd(t *testing.T) {
 // huff0-coded literals (internal/parquetfile's literals.go), and pages of
 // random floats and of the deltas of unordered times
 // (DELTA_BINARY_PACKED) as zstd frames of raw blocks; DuckDB, pyarrow,
-// Polars, ClickHouse and Spark, each with its own decoders, read every id,
-// value and time back.
+// Polars, DataFusion, ClickHouse and Spark, each with its own decoders,
+// read every id, value and time back.
 func TestRandomIDPagesReadByEngines(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	sc := startSidecar(t, dataDir, addr(freePort(t)), addr(freePort(t)))
@@ -181,21 +181,27 @@ func TestRandomIDPagesReadByEngines(t *testing.T) {
 	}
 
 	script := `import sys, glob, hashlib, pyarrow.parquet as pq, polars as pl
+from datafusion import SessionContext
 files = glob.glob(sys.argv[1] + '/**/*.parquet', recursive=True)
 def digest(*cols):
     return hashlib.md5(''.join('%s %s %s %d %.17g,' % row for row in zip(*cols)).encode()).hexdigest()
 t = pq.ParquetDataset(files).read(columns=['seq', 'trace_id', 'parent_id', 'token', 'time', 'value']).sort_by('seq')
 print(digest(*(t.column(c).to_pylist() for c in ('trace_id', 'parent_id', 'token')), t.column('time').cast('int64').to_pylist(), t.column('value').to_pylist()))
 p = pl.read_parquet(files, hive_partitioning=False).sort('seq')
-print(digest(p['trace_id'].to_list(), p['parent_id'].to_list(), p['token'].to_list(), p['time'].dt.epoch('us').to_list(), p['value'].to_list()))`
+print(digest(p['trace_id'].to_list(), p['parent_id'].to_list(), p['token'].to_list(), p['time'].dt.epoch('us').to_list(), p['value'].to_list()))
+ctx = SessionContext()
+ctx.sql("CREATE EXTERNAL TABLE spans STORED AS PARQUET LOCATION '%s/'" % sys.argv[1])
+d = ctx.sql("SELECT trace_id, parent_id, token, CAST(time AS BIGINT) AS us, arrow_typeof(time) AS type, value FROM spans ORDER BY seq").to_pydict()
+print(digest(d['trace_id'], d['parent_id'], d['token'], d['us'], d['value']), *set(d['type']))`
 	cmd := exec.Command("python3", "-c", script, filepath.Join(dataDir, "default", "spans"))
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py")+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "polars"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonTools(t, "py", "polars", "datafusion"))
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "pyarrow and Polars: %s", out)
-	lines := strings.Fields(string(out))
-	require.Len(t, lines, 2, string(out))
+	require.NoError(t, err, "pyarrow, Polars and DataFusion: %s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 3, string(out))
 	assert.Equal(t, want, lines[0], "pyarrow reads every id, time and value")
 	assert.Equal(t, want, lines[1], "Polars reads every id, time and value")
+	assert.Equal(t, want+` Timestamp(µs, "UTC")`, lines[2], "DataFusion reads every id, time (µs) and value")
 
 	// ClickHouse (chdb-core): the same sums of the ids, times and values.
 	var idSum, parentSum, tokenSum uint64

@@ -106,8 +106,8 @@ func hourEnded(t *testing.T, dir string) bool {
 // assertCompactedSpanIDs checks that the compacted traces tree holds its
 // ids as DELTA_LENGTH_BYTE_ARRAY pages (which parquet-go wrote,
 // compressed by the flush's zstd encoder: the span ids' about 2x) and
-// that DuckDB, pyarrow, Polars, ClickHouse and Spark read every one of
-// them back (wantIDs:
+// that DuckDB, pyarrow, Polars, DataFusion, ClickHouse and Spark read
+// every one of them back (wantIDs:
 // duckdbSpanIDs before the compaction).
 func assertCompactedSpanIDs(t *testing.T, traces, wantIDs string) {
 	t.Helper()
@@ -132,15 +132,21 @@ def digest(rows):
 t = pq.ParquetDataset(files).read(columns=cols)
 print(digest(zip(*(t.column(c).to_pylist() for c in cols))))
 p = pl.read_parquet(files, columns=cols, hive_partitioning=False)
-print(digest(zip(*(p[c].to_list() for c in cols))))`
+print(digest(zip(*(p[c].to_list() for c in cols))))
+from datafusion import SessionContext
+ctx = SessionContext()
+ctx.sql("CREATE EXTERNAL TABLE traces STORED AS PARQUET LOCATION '%s/'" % sys.argv[1])
+d = ctx.sql("SELECT trace_id, span_id, parent_span_id FROM traces").to_pydict()
+print(digest(zip(*(d[c] for c in cols))))`
 	cmd := exec.Command("python3", "-c", script, traces)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, ".tools", "py")+string(os.PathListSeparator)+filepath.Join(repoRoot, ".tools", "polars"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonTools(t, "py", "polars", "datafusion"))
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "pyarrow and Polars: %s", out)
+	require.NoError(t, err, "pyarrow, Polars and DataFusion: %s", out)
 	lines := strings.Fields(string(out))
-	require.Len(t, lines, 2, string(out))
+	require.Len(t, lines, 3, string(out))
 	assert.Equal(t, wantIDs, lines[0], "pyarrow reads every id of the compacted spans")
 	assert.Equal(t, wantIDs, lines[1], "Polars reads every id of the compacted spans")
+	assert.Equal(t, wantIDs, lines[2], "DataFusion reads every id of the compacted spans")
 
 	// ClickHouse (chdb-core): the same digest in its SQL.
 	cmd = exec.Command("python3", "-c", chdbScript)
