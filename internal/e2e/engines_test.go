@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -42,7 +43,8 @@ print(json.dumps(out))
 // TestEnginesAgree reads the campaign story's files with DuckDB and with
 // pyarrow and checks both see the same rows, partitions and values,
 // nested columns included; then it adds a file of an older schema (without
-// the region column) and reads the mix by column name.
+// the region column) and reads the mix by column name. DataFusion reads the
+// same (assertDataFusionAgrees).
 func TestEnginesAgree(t *testing.T) {
 	py := filepath.Join(repoRoot, ".tools", "py")
 	if _, err := os.Stat(filepath.Join(py, "pyarrow")); err != nil {
@@ -93,4 +95,35 @@ func TestEnginesAgree(t *testing.T) {
 	b, err := cmd.CombinedOutput()
 	assert.Error(t, err)
 	assert.Contains(t, string(b), `"region" not found`)
+
+	assertDataFusionAgrees(t, data, old, pyOut)
+}
+
+// assertDataFusionAgrees checks that DataFusion reads the campaign story
+// (testdata/datafusion_agree.py) as pyarrow did (py, checked against
+// DuckDB above): rows, hours, the spans' sums and map entries, the
+// metrics' values; the traces and the older file's folder bound by name
+// with UNION ALL BY NAME; in one folder, a file of the older schema whose
+// other columns are typed as ours; and that it refuses a folder holding
+// DuckDB's file, whose map values are nullable (docs/QUERIES.md).
+func assertDataFusionAgrees(t *testing.T, data, old string, py map[string]map[string]any) {
+	t.Helper()
+	cmd := exec.Command("python3", filepath.Join("testdata", "datafusion_agree.py"), data, old, t.TempDir())
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonTools(t, "py", "datafusion"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	res, err := cmd.Output()
+	require.NoError(t, err, "datafusion_agree.py: %s", stderr.String())
+	var df map[string]any
+	require.NoError(t, json.Unmarshal(res, &df), string(res))
+	for _, tbl := range []string{"traces", "logs", "events", "metrics"} {
+		got, _ := df[tbl].(map[string]any)
+		for k, v := range py[tbl] {
+			assert.Equal(t, v, got[k], "DataFusion: %s's %s", tbl, k)
+		}
+	}
+	assert.Equal(t, py["mixed"], df["union"], "DataFusion: two folders, UNION ALL BY NAME")
+	assert.Equal(t, map[string]any{"rows": py["traces"]["rows"].(float64) + 100, "null_region": 100.0}, df["folder"],
+		"DataFusion: one folder, the older schema's file bound by name")
+	assert.Contains(t, df["refused"], "Fail to merge schema field 'resource_attributes'", "DataFusion: a folder with DuckDB's file")
 }
