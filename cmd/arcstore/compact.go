@@ -29,6 +29,10 @@ func compactCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if err := checkFloors(fs, compactFloors); err != nil {
+		fmt.Fprintln(stderr, "arcstore compact:", err)
+		return 2
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	store, err := storage.Open(storage.Options{DataDir: *dataDir, Compression: *compression, Logger: log, FlushInterval: time.Hour,
 		CompactSort: *sorted, WALRepair: *walRepair})

@@ -65,3 +65,19 @@ func TestCompactWALRepair(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 0, compactCommand([]string{"-data-dir", dir}, &stdout, &stderr), "repaired for good: %s", stderr.String())
 }
+
+// TestCompactMinAgeFloor: a negative -min-age would count the hour still
+// being written as ended; it is refused before the data directory is
+// opened, naming the flag, and 0 (every ended hour) still works.
+func TestCompactMinAgeFloor(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, compactCommand([]string{"-data-dir", dir, "-min-age", "-1h"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "-min-age -1h0m0s: want 0 or more (0 compacts every partition whose hour has ended)")
+	assert.NoDirExists(t, filepath.Join(dir, "_arcstore"), "nothing was opened")
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, compactCommand([]string{"-data-dir", dir, "-min-age", "0"}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "compacted 0 partitions")
+}

@@ -28,7 +28,6 @@ func (f *icebergFlags) register(fs *flag.FlagSet) {
 var (
 	errIcebergWithoutFlag    = errors.New("-iceberg-catalog, -iceberg-commit-interval and -iceberg-snapshot-retention need -iceberg")
 	errIcebergWithoutParquet = errors.New("-iceberg registers Parquet files: it does not go with -parquet=false")
-	errIcebergDurations      = errors.New("-iceberg-commit-interval and -iceberg-snapshot-retention must be positive")
 )
 
 func (f *icebergFlags) check(set map[string]bool, parquet, bucket bool) error {
@@ -40,9 +39,6 @@ func (f *icebergFlags) check(set map[string]bool, parquet, bucket bool) error {
 	}
 	if !parquet {
 		return errIcebergWithoutParquet
-	}
-	if f.commitInterval <= 0 || f.snapshotRetention <= 0 {
-		return errIcebergDurations
 	}
 	if f.catalog != "" && !bucket {
 		return iceberg.ErrSharedCatalogLocal

@@ -105,15 +105,15 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.bufferWait, "buffer-wait", storage.DefaultBufferWait, "how long a write that finds the buffer full waits for a flush to make room before it is refused; 0 refuses at once")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for the batches being stored (every stream ends after its current batch) before closing the streams")
+	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for the batches being stored (every stream ends after its current batch) before closing the streams; 0 closes them at once")
 	fs.StringVar(&c.tokenFile, "auth-token-file", "", "file of bearer tokens, one per line; with it (or $"+tokenEnv+") every write needs one")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "TLS certificate (PEM) for both listeners")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "TLS private key (PEM) for both listeners")
 	fs.DurationVar(&c.compactEvery, "compact-interval", 15*time.Minute, "how often retention and compaction run; 0 turns both off (POST /admin/compact still works)")
-	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago")
+	fs.DurationVar(&c.compactMinAge, "compact-min-age", 10*time.Minute, "compact a partition once its hour has ended this long ago (0: as soon as it has ended)")
 	fs.BoolVar(&c.compactSort, "compact-sort", false, "sort compacted OTLP rows by the table's sort columns (service, time; about 5x slower compaction, see docs/PERFORMANCE.md); measurements are always ordered by time")
 	retention := fs.String("retention", "", "delete partitions older than this: 720h for every table, or default/traces=168h,*/*=720h; with -s3-bucket only once verified in the bucket")
-	sizeVar(fs, &c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit (a `size`) of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it")
+	sizeVar(fs, &c.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit (a `size`) of the Go heap (the GC works harder near it; $GOMEMLIMIT overrides); keep -max-buffer-bytes well under it; 0 sets no limit")
 	sizeVar(fs, &c.maxBody, "max-body-bytes", receiver.DefaultMaxBodyBytes, "largest Arc write request body (a `size`: MessagePack or line protocol), as sent (413 past it)")
 	sizeVar(fs, &c.maxDecoded, "max-decoded-bytes", receiver.DefaultMaxDecodedBytes, "largest Arc write request body (a `size`: MessagePack or line protocol) after gzip/zstd decompression (413 past it)")
 	fs.DurationVar(&c.httpReadTimeout, "http-read-timeout", defaultHTTPReadTimeout, "longest time to read one HTTP request, body included; a slower client is cut off")
@@ -141,6 +141,9 @@ func parseFlags(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if err := checkFloors(fs, flagFloors); err != nil {
+		return c, err
+	}
 	var err error
 	if c.grpc, err = parseGRPCAddr(c.grpcAddr); err != nil {
 		return c, err
@@ -150,12 +153,6 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.maxBufferBytes > 0 && c.memoryLimit > 0 && c.maxBufferBytes > c.memoryLimit/2 {
 		return c, fmt.Errorf("-max-buffer-bytes %s is over half of -memory-limit %s: buffered batches and the flush that encodes them must both fit", formatSize(c.maxBufferBytes), formatSize(c.memoryLimit))
-	}
-	if c.dedupWindow <= 0 {
-		return c, errors.New("-dedup-window must be positive: without it every retried batch is stored twice")
-	}
-	if c.bufferWait < 0 {
-		return c, errors.New("-buffer-wait must not be negative (0 refuses at once)")
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return c, errors.New("-tls-cert-file and -tls-key-file go together")

@@ -36,7 +36,6 @@ func TestFlagErrors(t *testing.T) {
 		{"buffer over half the memory limit", []string{"-max-buffer-bytes", "300000000", "-memory-limit", "400000000"}, "over half of -memory-limit"},
 		{"tls half", []string{"-tls-cert-file", "c.pem"}, "go together"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
-		{"no dedup window", []string{"-dedup-window", "0s"}, "-dedup-window must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,7 +135,6 @@ func TestFlagSizes(t *testing.T) {
 		{"2KB", 2000},
 		{"32MB", 32_000_000},
 		{"1GB", 1_000_000_000},
-		{"0", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
@@ -170,6 +168,70 @@ func TestFlagSizes(t *testing.T) {
 	assert.Empty(t, c.pprofAddr, "pprof is off by default")
 	assert.False(t, c.pprofContention, "block and mutex profiling is off by default")
 	assert.False(t, c.showVersion)
+}
+
+// TestFlagFloors: a count, size or duration under what its flag means
+// (0 or less, which the store and the handlers would read as their
+// default, or grpc as no limit) is refused naming the flag, the range and
+// the default; a flag whose 0 is documented still takes it.
+func TestFlagFloors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-flush-interval", "0"}, "-flush-interval 0s: want more than 0 (the default is 10s)"},
+		{[]string{"-flush-interval", "-1s"}, "-flush-interval -1s: want more than 0 (the default is 10s)"},
+		{[]string{"-flush-bytes", "0"}, "-flush-bytes 0: want more than 0 (the default is 32MiB)"},
+		{[]string{"-flush-workers", "0"}, "-flush-workers 0: want 1 or more (the default is 2)"},
+		{[]string{"-flush-workers", "-2"}, "-flush-workers -2: want 1 or more (the default is 2)"},
+		{[]string{"-max-buffer-bytes", "0"}, "-max-buffer-bytes 0: want more than 0 (the default is 128MiB)"},
+		{[]string{"-max-wal-bytes", "0"}, "-max-wal-bytes 0: want more than 0 (the default is 4GiB)"},
+		{[]string{"-max-body-bytes", "0"}, "-max-body-bytes 0: want more than 0 (the default is 32MiB)"},
+		{[]string{"-max-decoded-bytes", "0"}, "-max-decoded-bytes 0: want more than 0 (the default is 128MiB)"},
+		{[]string{"-max-decoded-memory", "0"}, "-max-decoded-memory 0: want more than 0 (the default is 64MiB)"},
+		{[]string{"-http-read-timeout", "0"}, "-http-read-timeout 0s: want more than 0 (the default is 2m0s)"},
+		{[]string{"-http-idle-timeout", "-1s"}, "-http-idle-timeout -1s: want more than 0 (the default is 2m0s)"},
+		{[]string{"-max-grpc-streams", "0"}, "-max-grpc-streams 0: want 1 or more (the default is 256)"},
+		{[]string{"-max-columns", "0"}, "-max-columns 0: want 1 or more (the default is 1024)"},
+		{[]string{"-max-string-bytes", "-1"}, "-max-string-bytes -1: want 1 or more (the default is 1048576)"},
+		{[]string{"-max-partitions-per-request", "0"}, "-max-partitions-per-request 0: want 1 or more (the default is 256)"},
+		{[]string{"-dedup-window", "0s"}, "-dedup-window 0s: want more than 0 (the default is 15m0s)"},
+		{[]string{"-buffer-wait", "-1s"}, "-buffer-wait -1s: want 0 or more (0 refuses at once)"},
+		{[]string{"-shutdown-timeout", "-1s"}, "-shutdown-timeout -1s: want 0 or more (0 closes the streams at once)"},
+		{[]string{"-compact-interval", "-1m"}, "-compact-interval -1m0s: want 0 or more (0 turns retention and compaction off)"},
+		{[]string{"-compact-min-age", "-1m"}, "-compact-min-age -1m0s: want 0 or more (0 compacts a partition once its hour has ended)"},
+		{[]string{"-s3-bucket", "b", "-local-retention", "-1h"}, "-local-retention -1h0m0s: want 0 or more (0 keeps the local partitions)"},
+		{[]string{"-iceberg", "-iceberg-commit-interval", "0s"}, "-iceberg-commit-interval 0s: want more than 0 (the default is 1m0s)"},
+		{[]string{"-iceberg", "-iceberg-snapshot-retention", "-1h"}, "-iceberg-snapshot-retention -1h0m0s: want more than 0 (the default is 1h0m0s)"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := parseFlags(tt.args)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+
+	c, err := parseFlags([]string{"-buffer-wait", "0", "-min-free-disk", "0", "-compact-interval", "0", "-compact-min-age", "0",
+		"-shutdown-timeout", "0", "-memory-limit", "0", "-max-buffer-bytes", "1GiB", "-s3-bucket", "b", "-local-retention", "0"})
+	require.NoError(t, err, "each of these 0s is documented")
+	assert.Negative(t, bufferWait(c.bufferWait), "-buffer-wait 0: the store refuses a write that finds the buffer full at once")
+	assert.Negative(t, minFreeDisk(c.minFreeDisk), "-min-free-disk 0: the store keeps no floor")
+	assert.Zero(t, c.compactEvery, "-compact-interval 0: no scheduled maintenance")
+	assert.Nil(t, uploadRetention(c), "-compact-interval 0: no retention either")
+	assert.Zero(t, c.compactMinAge, "-compact-min-age 0: a partition is compacted once its hour has ended")
+	assert.Zero(t, c.shutdownWait, "-shutdown-timeout 0: the streams are closed at once")
+	assert.Zero(t, c.memoryLimit, "-memory-limit 0: no heap limit, so no bound on -max-buffer-bytes")
+	assert.Zero(t, c.s3.localRetention, "-local-retention 0: local partitions are kept")
+}
+
+// TestFlagFloorsCoverEveryFlag: a numeric flag added without a floor, or
+// a floor left behind by a flag removed, fails every parse.
+func TestFlagFloorsCoverEveryFlag(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.Int("n", 1, "")
+	fs.String("s", "", "")
+	assert.EqualError(t, checkFloors(fs, map[string]floor{}), "-n has no floor in floors.go")
+	assert.EqualError(t, checkFloors(fs, map[string]floor{"n": positive, "gone": positive}), "a floor for -gone, which is no flag")
+	assert.NoError(t, checkFloors(fs, map[string]floor{"n": positive}))
 }
 
 func TestFlagSizeErrors(t *testing.T) {

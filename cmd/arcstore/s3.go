@@ -39,9 +39,8 @@ func (f *s3Flags) register(fs *flag.FlagSet) {
 
 // Errors of the object-storage settings.
 var (
-	errS3WithoutBucket        = errors.New("-s3-endpoint, -s3-prefix, -s3-path-style, -s3-config and -local-retention need -s3-bucket")
-	errS3WithoutParquet       = errors.New("-s3-bucket uploads Parquet: it does not go with -parquet=false")
-	errNegativeLocalRetention = errors.New("-local-retention must not be negative")
+	errS3WithoutBucket  = errors.New("-s3-endpoint, -s3-prefix, -s3-path-style, -s3-config and -local-retention need -s3-bucket")
+	errS3WithoutParquet = errors.New("-s3-bucket uploads Parquet: it does not go with -parquet=false")
 )
 
 func (f *s3Flags) check(parquet bool) error {
@@ -53,9 +52,6 @@ func (f *s3Flags) check(parquet bool) error {
 	}
 	if !parquet {
 		return errS3WithoutParquet
-	}
-	if f.localRetention < 0 {
-		return errNegativeLocalRetention
 	}
 	return nil
 }

@@ -24,7 +24,6 @@ func TestS3FlagErrors(t *testing.T) {
 		{"endpoint without bucket", []string{"-s3-endpoint", "http://127.0.0.1:7070"}, errS3WithoutBucket},
 		{"local retention without bucket", []string{"-local-retention", "24h"}, errS3WithoutBucket},
 		{"bucket without parquet", []string{"-s3-bucket", "b", "-parquet=false", "-clickhouse-addr", "ch:9000"}, errS3WithoutParquet},
-		{"negative local retention", []string{"-s3-bucket", "b", "-local-retention", "-1h"}, errNegativeLocalRetention},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parseFlags(tt.args)

@@ -37,6 +37,9 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// Get makes a size a flag.Getter, for checkFloors.
+func (b *byteSize) Get() any { return int64(*b) }
+
 // String gives the size in the largest binary unit that divides it, so
 // defaults read as they are documented (32MiB) and parse back exactly.
 func (b *byteSize) String() string {
