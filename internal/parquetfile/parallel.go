@@ -22,15 +22,21 @@ import (
 // and every column before it is done. The file is byte for byte the one
 // written column by column (TestParallelColumnsWriteTheSameFiles).
 //
-// Measured on a 2-core machine shared with other work (load average 4-11),
-// where no core was idle, it cost the sidecar's flush more than it gave:
-// on the Arc logs load at 8 writers the writers no longer waited for
-// buffer room, but in three A B B A windows the sidecar stored 0.88-0.96x
-// the rows at 1.04-1.13x the CPU per row (docs/PERFORMANCE.md), so it is
-// off unless asked for. With a core idle it did what it is for: the same
-// rate, request p99 0.24x, the writers' buffer waits 41 -> 2-4 s; alone
-// (BenchmarkEncodeParallel, load average 3.6) a row group of 131 072 Arc
-// log rows took 0.63x the time at 0.91x the CPU.
+// It pays only where a flush is what writers wait for. On a 2-core
+// machine shared with other work (load average 4-11), where no core was
+// idle, encoding every flush this way cost more than it gave: on the Arc
+// logs load at 8 writers the writers no longer waited for buffer room,
+// but in three A B B A windows the sidecar stored 0.88-0.96x the rows at
+// 1.04-1.13x the CPU per row, and at 4 OTLP trace clients, where no flush
+// is behind, it took 1.07x the CPU and about 50 MiB more. With a core
+// idle it did what it is for: the same rate, request p99 0.24x, the
+// writers' buffer waits 41 -> 2-4 s; alone (BenchmarkEncodeParallel, load
+// average 3.6) a row group of 131 072 Arc log rows took 0.63x the time at
+// 0.91x the CPU. So the sidecar's flush asks for it (-flush-workers, 2 by
+// default) only when writers waited for buffer room since the previous
+// flush began or wait now (storage's flusher.workersNow), which cut the
+// Arc logs request p99 to 0.37x at the same rate, and otherwise encodes
+// on one goroutine; compaction never asks (docs/PERFORMANCE.md).
 
 // maxEncodeWorkers bounds the goroutines encoding one row group: each
 // holds a zstd encoder and a column's pages at a time.
