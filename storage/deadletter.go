@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // deadLetterDirName holds, per sink, the rows a sink refused for good
@@ -41,7 +43,7 @@ func deadLetter(fsys FS, mem memory.Allocator, path string, records []arrow.Reco
 	if err := iw.Close(); err != nil {
 		return fmt.Errorf("encode dead-letter rows: %w", err)
 	}
-	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := layout.MkdirDurable(fsys, filepath.Dir(path)); err != nil {
 		return fmt.Errorf("create dead-letter dir: %w", err)
 	}
 	if err := writeFileAtomic(fsys, path, buf.Bytes()); err != nil {

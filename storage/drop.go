@@ -98,7 +98,9 @@ func (rt *retention) drop(rel string, files []string, token string) (bool, error
 		return false, nil
 	}
 	dropped := filepath.Join(rt.sysDir, droppedDirName)
-	if err := rt.fs.MkdirAll(dropped, 0o755); err != nil {
+	// Durable before the tombstone goes in: it is what tells a drop
+	// that happened after a crash.
+	if err := layout.MkdirDurable(rt.fs, dropped); err != nil {
 		return false, fmt.Errorf("create dropped dir: %w", err)
 	}
 	tomb := filepath.Join(dropped, token)

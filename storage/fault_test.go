@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -528,4 +529,51 @@ func TestGroupOfRequestsIsReplayedWhole(t *testing.T) {
 	s = openStore(t, dir, nil)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0", "c-0", "dd-0", "eee-0", "f-0", "first-0"}}, messages(t, dir))
+}
+
+// dirSyncLog records which directories were fsynced.
+type dirSyncLog struct {
+	OSFS
+	mu     sync.Mutex
+	synced map[string]bool
+}
+
+func (f *dirSyncLog) SyncDir(name string) error {
+	f.mu.Lock()
+	if f.synced == nil {
+		f.synced = map[string]bool{}
+	}
+	f.synced[filepath.Clean(name)] = true
+	f.mu.Unlock()
+	return f.OSFS.SyncDir(name)
+}
+
+func (f *dirSyncLog) wasSynced(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.synced[filepath.Clean(name)]
+}
+
+// TestFirstWriteIsDurableInANewDataDir acknowledges a write into a data
+// directory that did not exist: the WAL segment holding it is fsynced, and
+// so must be the name of every folder the store created on the way to it,
+// or a power loss takes the folder, and the acknowledged rows, with it.
+func TestFirstWriteIsDurableInANewDataDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	fsys := &dirSyncLog{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "a", t0)
+	sys := filepath.Join(dir, systemDirName)
+	wal := filepath.Join(sys, walDirName)
+	for _, d := range []string{
+		root, // holds data
+		dir,  // holds _arcstore
+		sys,  // holds wal
+		wal,  // holds the segment
+	} {
+		assert.True(t, fsys.wasSynced(d), "the entries of %s are not fsynced before the first acknowledgement", d)
+	}
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0"}}, messages(t, dir))
 }

@@ -292,20 +292,8 @@ func (fl *flusher) mkdirDurable(dir string) error {
 	if fl.madeDirs[dir] {
 		return nil
 	}
-	var created []string
-	for d := dir; d != fl.dir && d != "." && d != "/"; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		}
-		created = append(created, d)
-	}
-	if err := fl.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := layout.MkdirDurable(fl.fs, dir); err != nil {
 		return fmt.Errorf("create partition dir: %w", err)
-	}
-	for _, d := range created {
-		if err := fl.fs.SyncDir(filepath.Dir(d)); err != nil {
-			return fmt.Errorf("sync dir: %w", err)
-		}
 	}
 	fl.madeDirs[dir] = true
 	return nil

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // lockName is the file a store holds an exclusive flock on: two processes
@@ -20,8 +22,9 @@ var ErrLocked = errors.New("data directory is in use by another arcstore")
 // dirLock is the flock a store holds on its data directory.
 type dirLock struct{ f *os.File }
 
-func lockDir(sysDir string) (dirLock, error) {
-	if err := os.MkdirAll(sysDir, 0o755); err != nil {
+func lockDir(fsys FS, sysDir string) (dirLock, error) {
+	// Durable before anything is written in it: the WAL lives below.
+	if err := layout.MkdirDurable(fsys, sysDir); err != nil {
 		return dirLock{}, fmt.Errorf("create %s: %w", sysDir, err)
 	}
 	path := filepath.Join(sysDir, lockName)

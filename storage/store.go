@@ -15,6 +15,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/storage/compact"
+	"github.com/arc-otel/arc-otel/storage/layout"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
 
@@ -179,7 +180,7 @@ func Open(opts Options) (*Store, error) {
 	s.flusher.waits = s.commit.waits.Load
 	s.flusher.waiting = s.commit.waiting.Load
 	s.commit.flusher = s.flusher
-	lock, err := lockDir(s.sysDir)
+	lock, err := lockDir(s.fs, s.sysDir)
 	if err != nil {
 		s.commit.abandon()
 		return nil, err
@@ -323,7 +324,7 @@ func withDefaults(o Options) Options {
 
 func (s *Store) recover() error {
 	for _, d := range []string{s.wal.dir, s.tmpDir, filepath.Join(s.sysDir, sinksDirName)} {
-		if err := s.fs.MkdirAll(d, 0o755); err != nil {
+		if err := layout.MkdirDurable(s.fs, d); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}

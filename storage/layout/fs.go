@@ -128,3 +128,32 @@ func (c *CountingWriter) Write(p []byte) (int, error) {
 	c.N += int64(n)
 	return n, err
 }
+
+// MkdirDurable creates dir and any missing parents, and fsyncs the parent
+// of each folder it created: a file made durable in a new folder is lost
+// with the folder unless the folder's own name is durable too. A folder
+// that exists is left as it is.
+func MkdirDurable(fsys FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if p := filepath.Dir(d); p == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("sync dir: %w", err)
+		}
+	}
+	return nil
+}

@@ -231,3 +231,28 @@ func TestCountingWriter(t *testing.T) {
 		})
 	}
 }
+
+// MkdirDurable fsyncs the parent of each folder it creates, and only
+// those: a folder that exists is left as it is.
+func TestMkdirDurable(t *testing.T) {
+	root := t.TempDir()
+	var synced []string
+	fsys := &faultFS{syncDir: func(name string) error {
+		synced = append(synced, name)
+		return layout.OSFS{}.SyncDir(name)
+	}}
+	require.NoError(t, layout.MkdirDurable(fsys, filepath.Join(root, "a", "b", "c")))
+	assert.DirExists(t, filepath.Join(root, "a", "b", "c"))
+	assert.ElementsMatch(t, []string{root, filepath.Join(root, "a"), filepath.Join(root, "a", "b")}, synced)
+
+	synced = nil
+	require.NoError(t, layout.MkdirDurable(fsys, filepath.Join(root, "a", "b", "d")))
+	assert.Equal(t, []string{filepath.Join(root, "a", "b")}, synced, "only the new folder's parent")
+
+	synced = nil
+	require.NoError(t, layout.MkdirDurable(fsys, filepath.Join(root, "a")))
+	assert.Empty(t, synced)
+
+	fsys.syncDir = func(string) error { return errInjected }
+	assert.ErrorIs(t, layout.MkdirDurable(fsys, filepath.Join(root, "e")), errInjected)
+}
