@@ -91,7 +91,8 @@ func TestCompactMergesClosedPartitions(t *testing.T) {
 var errCrash = errors.New("crash")
 
 // setCompactHook makes compaction call hook after each step (merged,
-// staged, intent, exchanged, removed); an error stops it there.
+// staged, intent, exchanged, removed; spilled: a merge's sorted runs are
+// written); an error stops it there.
 func setCompactHook(s *Store, hook func(step string) error) {
 	cfg := compactConfig(s)
 	cfg.Hook = hook

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arc-otel/arc-otel/storage/compact"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
@@ -420,4 +421,87 @@ func compressionRatio(t *testing.T, path, column string) float64 {
 	}
 	require.Positive(t, packed, "column %s in %s", column, path)
 	return float64(raw) / float64(packed)
+}
+
+// TestCompactFailsCleanlyOnADamagedSortedRun: a sorted run damaged in
+// _arcstore/tmp between its spill and its merge (a flipped bit) fails the
+// partition's compaction with an error naming the run, where arrow-go's
+// reader would have panicked or run out of memory and taken the sidecar
+// down; the runs are gone, the partition's files untouched, the store
+// still takes writes, and the next compaction merges the partition.
+func TestCompactFailsCleanlyOnADamagedSortedRun(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	rng := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	for range 4 {
+		tbl, rec, payload := sensorBatch(t, rng, 30)
+		require.NoError(t, s.Append(ctx, NoDedup, "default", tbl, payload, rec))
+		rec.Release()
+		require.NoError(t, s.Flush())
+	}
+	tableDir := filepath.Join(dir, "default", "sensor")
+	tmp := filepath.Join(dir, systemDirName, tmpDirName)
+	sources := map[string][]byte{}
+	for _, p := range parquetFilesUnder(t, tableDir) {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		sources[p] = b
+	}
+	require.Len(t, sources, 4)
+	before := tableRows(t, tableDir, []string{"time"})
+
+	var damaged []string
+	cfg := compactConfig(s)
+	cfg.Limits = tinyMerge
+	cfg.Hook = func(step string) error {
+		if step != "spilled" {
+			return nil
+		}
+		runs, err := filepath.Glob(filepath.Join(tmp, "merge-*"))
+		if err != nil || len(runs) == 0 {
+			return fmt.Errorf("no sorted runs in %s: %v", tmp, err)
+		}
+		data, err := os.ReadFile(runs[0])
+		if err != nil {
+			return err
+		}
+		data[len(data)-10] ^= 0x01 // the footer's length, before "ARROW1"
+		damaged = append(damaged, filepath.Base(runs[0]))
+		return os.WriteFile(runs[0], data, 0o644)
+	}
+	s.compactor = compact.New(cfg)
+	_, err := s.Compact(ctx, 0)
+	require.Error(t, err)
+	require.Len(t, damaged, 1)
+	assert.ErrorContains(t, err, "check sorted run")
+	assert.ErrorContains(t, err, damaged[0], "the error names the damaged run")
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "sorted runs left in tmp")
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil {
+			assert.False(t, strings.HasPrefix(p, tmp), "%s is still open", p)
+		}
+	}
+	after := parquetFilesUnder(t, tableDir)
+	require.Len(t, after, len(sources), "the partition keeps its files")
+	for _, p := range after {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, sources[p], b, "%s changed", p)
+	}
+
+	tbl, rec, payload := sensorBatch(t, rng, 5)
+	require.NoError(t, s.Append(ctx, NoDedup, "default", tbl, payload, rec), "the store still takes writes")
+	rec.Release()
+	setMergeLimits(s, tinyMerge)
+	st, err := s.Compact(ctx, 0)
+	require.NoError(t, err, "the next compaction merges the partition")
+	assert.Equal(t, 4, st.FilesIn)
+	assert.Equal(t, 1, st.FilesOut)
+	assert.Equal(t, sortedTexts(before), sortedTexts(tableRows(t, tableDir, []string{"time"})))
+	require.NoError(t, s.Close())
 }

@@ -81,8 +81,9 @@ type Config struct {
 	// Report gets each run's Stats on the goroutine that ran it.
 	Report func(Stats)
 	// Hook is called after each step of a swap (merged, staged, intent,
-	// exchanged, removed); an error stops it there. Tests crash
-	// compactions with it.
+	// exchanged, removed), and when a sorted merge has spilled its runs
+	// (spilled); an error stops it there. Tests crash compactions, and
+	// damage their runs, with it.
 	Hook func(step string) error
 	// Limits size the merge; zero is DefaultMergeLimits.
 	Limits MergeLimits
