@@ -500,7 +500,7 @@ func (c *Committer) toAdd(id tableID, parts []*partition, live map[string]iceber
 			}
 			if local {
 				dst := c.linkPath(id, f)
-				err := link(f.local, dst)
+				err := link(layout.OSFS{}, f.local, dst)
 				if errors.Is(err, errVanished) {
 					p.unstable = true
 					break

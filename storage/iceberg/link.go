@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // A local table does not reference the hive files by their own paths:
@@ -37,9 +38,11 @@ func (c *Committer) tableDir(id tableID) string {
 }
 
 // link makes dst a hard link to src. A link already there from an
-// earlier pass is kept if it is the same file.
-func link(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+// earlier pass is kept if it is the same file. The folders it makes for
+// dst are durable in their parents (the commit names the link; syncDirs
+// makes the link's own name durable).
+func link(fsys layout.FS, src, dst string) error {
+	if err := layout.MkdirDurable(fsys, filepath.Dir(dst)); err != nil {
 		return fmt.Errorf("create link dir: %w", err)
 	}
 	err := os.Link(src, dst)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // Layout of the uploader's state under the system folder: a manifest per
@@ -74,7 +75,15 @@ func (m *manifest) object(file string) (object, bool) {
 
 // manifests reads and writes the manifest files.
 type manifests struct {
-	dir string // uploads/partitions
+	dir string     // uploads/partitions
+	fs  storage.FS // nil: the real file system
+}
+
+func (ms manifests) fsys() storage.FS {
+	if ms.fs == nil {
+		return storage.OSFS{}
+	}
+	return ms.fs
 }
 
 func (ms manifests) path(partition string) string {
@@ -121,14 +130,16 @@ func (ms manifests) save(m *manifest) error {
 	if len(m.Objects) == 0 && len(m.Pending) == 0 {
 		return ms.remove(m.Partition)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	// A manifest records an upload before its first request: it must not
+	// be lost with a folder whose name is not durable.
+	if err := layout.MkdirDurable(ms.fsys(), filepath.Dir(p)); err != nil {
 		return fmt.Errorf("create manifest dir: %w", err)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := storage.WriteFileAtomic(p, data); err != nil {
+	if err := layout.WriteFileAtomic(ms.fsys(), p, data); err != nil {
 		return fmt.Errorf("write upload manifest: %w", err)
 	}
 	return nil
@@ -137,13 +148,13 @@ func (ms manifests) save(m *manifest) error {
 // remove deletes a manifest durably.
 func (ms manifests) remove(partition string) error {
 	p := ms.path(partition)
-	if err := os.Remove(p); err != nil {
+	if err := ms.fsys().Remove(p); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("remove upload manifest: %w", err)
 	}
-	if err := (storage.OSFS{}).SyncDir(filepath.Dir(p)); err != nil {
+	if err := ms.fsys().SyncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("sync manifest dir: %w", err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // Config configures an Uploader. Zero values take the defaults below.
@@ -263,7 +264,7 @@ func (u *Uploader) load(store Partitions) error {
 	dir := filepath.Join(storage.SystemDir(store.DataDir()), stateDirName)
 	u.mf = manifests{dir: filepath.Join(dir, manifestsDirName)}
 	u.compactedPath = filepath.Join(dir, compactedFileName)
-	if err := os.MkdirAll(u.mf.dir, 0o755); err != nil {
+	if err := layout.MkdirDurable(u.mf.fsys(), u.mf.dir); err != nil {
 		return fmt.Errorf("create upload state dir: %w", err)
 	}
 	ms, err := u.mf.load()

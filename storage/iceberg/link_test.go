@@ -1,0 +1,47 @@
+package iceberg
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/storage/layout"
+)
+
+// syncLog records the folders fsynced.
+type syncLog struct {
+	layout.OSFS
+	synced map[string]bool
+}
+
+func (f *syncLog) SyncDir(name string) error {
+	f.synced[filepath.Clean(name)] = true
+	return f.OSFS.SyncDir(name)
+}
+
+// TestLinkFoldersAreDurable links a table's first file of an hour: the
+// commit that follows names the link, so the folders made for it must
+// survive a power loss, or the table names a file that is not there.
+func TestLinkFoldersAreDurable(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "a.parquet")
+	require.NoError(t, os.WriteFile(src, []byte("PAR1"), 0o644))
+	table := filepath.Join(root, "iceberg", "default", "logs")
+	require.NoError(t, os.MkdirAll(table, 0o755))
+	dst := filepath.Join(table, dataDirName, "date=2026-11-27", "hour=5", "a.parquet")
+	fsys := &syncLog{synced: map[string]bool{}}
+
+	require.NoError(t, link(fsys, src, dst))
+
+	for _, d := range []string{table, filepath.Join(table, dataDirName), filepath.Join(table, dataDirName, "date=2026-11-27")} {
+		assert.True(t, fsys.synced[d], "%s holds a new folder whose name is not fsynced", d)
+	}
+	a, err := os.Stat(src)
+	require.NoError(t, err)
+	b, err := os.Stat(dst)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(a, b))
+}
