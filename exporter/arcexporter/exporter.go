@@ -182,7 +182,7 @@ func (e *arcExporter) putOnce(ctx context.Context, t *schema.Table, recs []arrow
 		}
 	}
 	acked, err := s.send(ctx, recs)
-	if err != nil {
+	if err != nil || !s.healthy() {
 		s.close()
 		return acked, err
 	}

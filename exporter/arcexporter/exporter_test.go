@@ -588,3 +588,48 @@ func TestConverterReturnsWithItsBatches(t *testing.T) {
 	}
 	b.release() // puts used back (under -race, sync.Pool drops some puts)
 }
+
+// stalledSidecar takes DoPut streams and reads nothing from them, as a
+// sidecar whose disk hangs or a link that drops every packet looks to
+// the exporter once the flow-control windows are full.
+type stalledSidecar struct{ flight.BaseFlightServer }
+
+func (*stalledSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
+	<-stream.Context().Done()
+	return stream.Context().Err()
+}
+
+// TestTimeoutEndsAPushBlockedOnFlowControl: a push of more batches than
+// the stream's flow-control window holds ends at its timeout with a
+// retryable error, even while a batch is still being written (without a
+// sending_queue batcher, a request larger than batch_size is several
+// batches of one table on one stream).
+func TestTimeoutEndsAPushBlockedOnFlowControl(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	// Fixed 64 KiB windows: no BDP estimate grows them past the test's data.
+	gs := grpc.NewServer(grpc.InitialWindowSize(64<<10), grpc.InitialConnWindowSize(64<<10))
+	flight.RegisterFlightServiceServer(gs, &stalledSidecar{})
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+
+	cfg := testConfig(lis.Addr().String(), 100)
+	cfg.TimeoutConfig.Timeout = 300 * time.Millisecond
+	exp := startTraces(t, exportertest.NewNopSettings(metadata.Type), cfg)
+	td := otlparrowtest.RealisticTraces(3000) // 30 batches, a few MiB
+	done := make(chan error, 1)
+	go func() { done <- exp.ConsumeTraces(context.Background(), td) }()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.False(t, consumererror.IsPermanent(err), "%v", err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var partial consumererror.Traces
+		require.ErrorAs(t, err, &partial)
+		assert.Equal(t, td.SpanCount(), partial.Data().SpanCount(), "nothing was acknowledged")
+	case <-time.After(10 * time.Second):
+		gs.Stop() // ends the push, so that the exporter can shut down
+		<-done
+		t.Fatal("the push outlived its 300 ms timeout by 10 s")
+	}
+}

@@ -31,6 +31,7 @@ const maxIdle = time.Minute
 // acknowledged.
 type putStream struct {
 	table    *schema.Table
+	ctx      context.Context // the stream's: ended by close and by send's end of push
 	cancel   context.CancelFunc
 	stream   flight.FlightService_DoPutClient
 	w        *batchWriter // sends the schema with the stream's first batch
@@ -115,7 +116,7 @@ func openStream(ctx context.Context, client flight.Client, mem memory.Allocator,
 		cancel()
 		return nil, err
 	}
-	return &putStream{table: t, cancel: cancel, stream: stream, w: w}, nil
+	return &putStream{table: t, ctx: sctx, cancel: cancel, stream: stream, w: w}, nil
 }
 
 // close ends the stream: a clean end of stream for the sidecar, then the
@@ -150,6 +151,12 @@ func staleStream(err error) bool {
 // many arrived (in order) before any error. Acks are read while batches are
 // written, so flow control cannot deadlock the stream, and all batches are
 // in flight at once. On any error the caller must close the stream.
+//
+// The end of ctx ends the stream: a write blocked on flow control (a
+// sidecar that stopped reading, a link that drops every packet) returns
+// then too, and once nobody waits the sidecar's acks would pile up. What
+// was acknowledged before counts; a stream whose every batch was
+// acknowledged is still not reused (see healthy).
 func (s *putStream) send(ctx context.Context, recs []arrow.RecordBatch) (int, error) {
 	type result struct {
 		acked int
@@ -160,22 +167,22 @@ func (s *putStream) send(ctx context.Context, recs []arrow.RecordBatch) (int, er
 		n, err := s.readAcks(len(recs))
 		done <- result{n, err}
 	}()
+	stop := context.AfterFunc(ctx, s.cancel)
 	for _, rec := range recs {
 		if s.w.Write(rec) != nil {
 			break // the server ended the stream; its status comes from Recv
 		}
 	}
-	select {
-	case r := <-done:
-		return r.acked, r.err
-	case <-ctx.Done():
-		// Once nobody waits, the sidecar's acks would pile up: end the
-		// stream and count what was acknowledged before.
-		s.cancel()
-		r := <-done
+	r := <-done
+	if !stop() && r.err != nil {
 		return r.acked, fmt.Errorf("waiting for acknowledgements: %w", ctx.Err())
 	}
+	return r.acked, r.err
 }
+
+// healthy reports whether the stream may carry another push: it was not
+// ended by the end of a push's context.
+func (s *putStream) healthy() bool { return s.ctx.Err() == nil }
 
 // readAcks reads want acknowledgements, each carrying the stream's next
 // sequence number.
