@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,6 +276,9 @@ func TestDirSyncFaults(t *testing.T) {
 		// with them or recovery would trust a plan naming files that
 		// do not exist.
 		{"flush intent", func(root string) string { return filepath.Join(root, systemDirName) }},
+		// The temp files' names may not be durable: no intent may name
+		// them, and the retry writes them again.
+		{"flush temp files", func(root string) string { return filepath.Join(root, systemDirName, tmpDirName) }},
 		// A new WAL segment that is not durable is removed, or every later
 		// rotation would find its name taken.
 		{"new wal segment", func(root string) string { return filepath.Join(root, systemDirName, walDirName) }},
@@ -576,4 +580,77 @@ func TestFirstWriteIsDurableInANewDataDir(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0"}}, messages(t, dir))
+}
+
+// opLog records, in order, the files created, the renames' targets and
+// the directories fsynced.
+type opLog struct {
+	OSFS
+	mu  sync.Mutex
+	ops []string
+}
+
+func (f *opLog) add(op string) {
+	f.mu.Lock()
+	f.ops = append(f.ops, op)
+	f.mu.Unlock()
+}
+
+func (f *opLog) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if flag&os.O_CREATE != 0 {
+		f.add("create " + name)
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+func (f *opLog) Rename(oldpath, newpath string) error {
+	f.add("rename " + newpath)
+	return f.OSFS.Rename(oldpath, newpath)
+}
+
+func (f *opLog) SyncDir(name string) error {
+	f.add("sync " + filepath.Clean(name))
+	return f.OSFS.SyncDir(name)
+}
+
+// TestFlushTempFilesAreDurableBeforeItsIntent checks the order a flush
+// takes: its temp files' names are durable before the intent that names
+// them is. Otherwise a power loss between two renames of the publish can
+// leave one file published and the other's temp file gone: recovery
+// cannot finish the flush, replays the WAL, and the published file's rows
+// are stored twice.
+func TestFlushTempFilesAreDurableBeforeItsIntent(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &opLog{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "a", t0, t0.Add(time.Hour))
+	fsys.mu.Lock()
+	fsys.ops = nil
+	fsys.mu.Unlock()
+	require.NoError(t, s.Flush())
+	require.NoError(t, s.Close())
+
+	tmp := filepath.Join(dir, systemDirName, tmpDirName)
+	intent := filepath.Join(dir, systemDirName, intentName)
+	fsys.mu.Lock()
+	ops := slices.Clone(fsys.ops)
+	fsys.mu.Unlock()
+	lastTemp, synced, named := -1, -1, -1
+	for i, op := range ops {
+		switch {
+		case strings.HasPrefix(op, "create "+tmp+string(filepath.Separator)):
+			lastTemp = i
+		case op == "sync "+tmp:
+			synced = i
+		case op == "rename "+intent && named < 0:
+			named = i
+		}
+	}
+	require.Positive(t, lastTemp, "the flush wrote temp files: %v", ops)
+	require.Positive(t, named, "the flush wrote its intent: %v", ops)
+	assert.True(t, synced > lastTemp && synced < named, "the temp folder is fsynced after the last temp file and before the intent: %v", ops)
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"a-0"},
+		"date=2026-11-22/hour=10": {"a-1"},
+	}, messages(t, dir))
 }

@@ -168,6 +168,14 @@ func (fl *flusher) prepare(gen *generation) (*flushIntent, []FlushedFile, error)
 		files = append(files, FlushedFile{Database: k.database, Table: k.table, Rows: int64(p.rows), Bytes: size})
 	}
 	if len(in.Files) > 0 {
+		// The temp files' names are durable before the intent that names
+		// them: a power loss in the publish must not leave a file renamed
+		// and another's temp file gone, which recovery cannot finish (it
+		// replays the WAL, and the published file's rows come twice).
+		if err := fl.fs.SyncDir(fl.tmpDir); err != nil {
+			fl.removeTemps(in)
+			return nil, nil, fmt.Errorf("sync tmp dir: %w", err)
+		}
 		if err := fl.writeIntent(in); err != nil {
 			// The intent may be on disk without its directory entry being
 			// durable: it must not outlive the temp files it names.
