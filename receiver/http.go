@@ -21,6 +21,15 @@ type ReadyCheck func() error
 // writable with more than -min-free-disk free, and every check met).
 func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 	mux := http.NewServeMux()
+	HandleHealth(mux, store, checks...)
+	return mux
+}
+
+// HandleHealth registers /health and /ready (NewHTTPHandler) on mux. On a
+// mux with other routes they are registered by path, not under "/": a
+// catch-all would answer a write sent with the wrong method 404 instead
+// of 405.
+func HandleHealth(mux *http.ServeMux, store *storage.Store, checks ...ReadyCheck) {
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
 		if !store.Ready() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
@@ -49,7 +58,6 @@ func NewHTTPHandler(store *storage.Store, checks ...ReadyCheck) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	return mux
 }
 
 // HandleWrites registers the write APIs on mux: Arc's MessagePack API

@@ -56,8 +56,10 @@ type MsgpackHandler struct {
 	Metrics          *Metrics // nil records nothing
 
 	// BodyReadTimeout is how long a request may take to send its body
-	// once there is room to receive it (DefaultBodyReadTimeout when 0): a
-	// client that trickles its body holds the room its bytes take.
+	// once there is room to receive it (DefaultBodyReadTimeout when 0;
+	// arcstore sets -http-read-timeout): a client that trickles its body
+	// holds the room its bytes take. It replaces the server's read
+	// deadline for the rest of the request.
 	BodyReadTimeout time.Duration
 
 	inflight inflight // bounds all requests in progress together

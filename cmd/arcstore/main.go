@@ -352,15 +352,7 @@ func run(c config, log *slog.Logger) error {
 	gs := grpc.NewServer(opts...)
 	flightServer := &receiver.FlightServer{Store: store, Log: log, Mem: mem, Metrics: metrics}
 	flight.RegisterFlightServiceServer(gs, flightServer)
-	mux := http.NewServeMux()
-	mux.Handle("/", receiver.NewHTTPHandler(store, ready...))
-	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
-	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
-	receiver.HandleWrites(mux, &receiver.MsgpackHandler{
-		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded,
-		MaxDecodedMemory: c.maxDecodedMemory, Limits: c.limits, Metrics: metrics,
-	}, tokens)
-	hs := newHTTPServer(c, mux)
+	hs := newHTTPServer(c, httpRoutes(c, store, ready, metrics, tokens, mem, log))
 	if committer != nil {
 		committer.Start() // off the write path: an unreachable catalog holds no write
 	}

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+
+	"github.com/arc-otel/arc-otel/receiver"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // Network limits. A client that sends its headers slower than this, or
@@ -38,6 +42,24 @@ func newHTTPServer(c config, h http.Handler) *http.Server {
 		ReadTimeout:       c.httpReadTimeout,
 		IdleTimeout:       c.httpIdleTimeout,
 	}
+}
+
+// httpRoutes are the HTTP listener's endpoints. A write's body has the
+// read timeout to arrive from when there is room to receive it (the wait
+// for room does not count), as the rest of a request has from its start.
+func httpRoutes(c config, store *storage.Store, ready []receiver.ReadyCheck, metrics *receiver.Metrics,
+	tokens *receiver.Tokens, mem memory.Allocator, log *slog.Logger,
+) *http.ServeMux {
+	mux := http.NewServeMux()
+	receiver.HandleHealth(mux, store, ready...)
+	mux.Handle("GET "+receiver.PathMetrics, metrics.Handler())
+	mux.Handle("POST "+receiver.PathCompact, tokens.RequireHTTP(&receiver.CompactHandler{Store: store, Log: log}))
+	receiver.HandleWrites(mux, &receiver.MsgpackHandler{
+		Store: store, Log: log, Mem: mem, MaxBodyBytes: c.maxBody, MaxDecodedBytes: c.maxDecoded,
+		MaxDecodedMemory: c.maxDecodedMemory, Limits: c.limits, Metrics: metrics,
+		BodyReadTimeout: c.httpReadTimeout,
+	}, tokens)
+	return mux
 }
 
 // grpcLimits caps the concurrent streams of each client connection: every

@@ -12,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
+
+	"github.com/arc-otel/arc-otel/receiver"
+	"github.com/arc-otel/arc-otel/storage"
 )
 
 // TestHTTPServerCutsOffSlowClients: without read and idle timeouts a
@@ -109,4 +113,75 @@ func TestWarnExposed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startRoutes serves httpRoutes, as the sidecar does, with the flags args.
+func startRoutes(t *testing.T, args ...string) string {
+	t.Helper()
+	c, err := parseFlags(args)
+	require.NoError(t, err)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := storage.Open(storage.Options{DataDir: t.TempDir(), Logger: quiet, FlushInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	hs := newHTTPServer(c, httpRoutes(c, store, nil, receiver.NewMetrics(), nil, memory.DefaultAllocator, quiet))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go hs.Serve(lis)
+	t.Cleanup(func() { hs.Close() })
+	return lis.Addr().String()
+}
+
+// TestWriteBodyTakesTheReadTimeout: a write whose body stalls is cut off
+// at -http-read-timeout, as any other request is (a fixed 30 s deadline
+// of the write handlers replaced the server's, longer or shorter).
+func TestWriteBodyTakesTheReadTimeout(t *testing.T) {
+	addr := startRoutes(t, "-http-read-timeout", "500ms")
+	for _, path := range []string{receiver.PathWriteInfluxV1, receiver.PathWriteMsgpack} {
+		t.Run(path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			_, err = conn.Write([]byte("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nm v=1"))
+			require.NoError(t, err)
+			// The server cuts the body off long before this bound.
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+			answer, err := io.ReadAll(conn)
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the body was not cut off at the read timeout: %v", err)
+			assert.Contains(t, string(answer), "400 Bad Request")
+			assert.Contains(t, string(answer), "timeout")
+		})
+	}
+}
+
+// TestWrongMethodIs405: a write, health or admin endpoint called with
+// the wrong method is answered 405 with the methods it takes, not 404 as
+// if the path did not exist.
+func TestWrongMethodIs405(t *testing.T) {
+	addr := startRoutes(t)
+	for _, tt := range []struct{ method, path, allow string }{
+		{http.MethodGet, receiver.PathWriteInfluxV1, "POST"},
+		{http.MethodPut, receiver.PathWriteInfluxV2, "POST"},
+		{http.MethodGet, receiver.PathWriteLineProtocol, "POST"},
+		{http.MethodGet, receiver.PathWriteMsgpack, "POST"},
+		{http.MethodGet, receiver.PathCompact, "POST"},
+		{http.MethodPost, receiver.PathHealth, "GET, HEAD"},
+		{http.MethodPost, receiver.PathReady, "GET, HEAD"},
+		{http.MethodPost, receiver.PathMetrics, "GET, HEAD"},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, "http://"+addr+tt.path, strings.NewReader("m v=1"))
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+			assert.Equal(t, tt.allow, resp.Header.Get("Allow"))
+		})
+	}
+	resp, err := http.Get("http://" + addr + "/api/v1/write/nothing")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
