@@ -140,42 +140,54 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 		{"exchanged", true},
 		{"removed", true},
 	} {
-		t.Run("after "+tt.step, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openStore(t, dir, nil)
-			threeFlushes(t, s)
-			want := messages(t, dir)
-			old := partitionFiles(t, dir, closedHour)
-
-			setCompactHook(s, func(step string) error {
-				if step == tt.step {
-					return errCrash
-				}
-				return nil
-			})
-			_, err := s.Compact(context.Background(), 0)
-			require.ErrorIs(t, err, errCrash)
-			// Before any restart the partition is already one or the other.
-			assertOneSide(t, dir, old, tt.swapped)
-			crash(s)
-
-			s = openStore(t, dir, nil)
-			assertOneSide(t, dir, old, tt.swapped)
-			assert.Equal(t, want, messages(t, dir))
-			entries, err := os.ReadDir(filepath.Join(dir, systemDirName, compactDirName))
-			if err == nil {
-				assert.Empty(t, entries, "recovery clears staging dirs")
+		for _, moved := range []bool{false, true} {
+			name := "after " + tt.step
+			if moved {
+				// Opened under another path: restored or mounted elsewhere.
+				name += " in a moved data dir"
 			}
-			_, err = os.Stat(filepath.Join(dir, systemDirName, compactIntentName))
-			assert.True(t, os.IsNotExist(err), "recovery removes the intent")
+			t.Run(name, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "a")
+				s := openStore(t, dir, nil)
+				threeFlushes(t, s)
+				want := messages(t, dir)
+				old := partitionFiles(t, dir, closedHour)
 
-			// And compaction still works afterwards.
-			_, err = s.Compact(context.Background(), 0)
-			require.NoError(t, err)
-			assert.Len(t, partitionFiles(t, dir, closedHour), 1)
-			assert.Equal(t, want, messages(t, dir))
-			require.NoError(t, s.Close())
-		})
+				setCompactHook(s, func(step string) error {
+					if step == tt.step {
+						return errCrash
+					}
+					return nil
+				})
+				_, err := s.Compact(context.Background(), 0)
+				require.ErrorIs(t, err, errCrash)
+				// Before any restart the partition is already one or the other.
+				assertOneSide(t, dir, old, tt.swapped)
+				crash(s)
+				if moved {
+					to := filepath.Join(filepath.Dir(dir), "b")
+					require.NoError(t, os.Rename(dir, to))
+					dir = to
+				}
+
+				s = openStore(t, dir, nil)
+				assertOneSide(t, dir, old, tt.swapped)
+				assert.Equal(t, want, messages(t, dir))
+				entries, err := os.ReadDir(filepath.Join(dir, systemDirName, compactDirName))
+				if err == nil {
+					assert.Empty(t, entries, "recovery clears staging dirs")
+				}
+				_, err = os.Stat(filepath.Join(dir, systemDirName, compactIntentName))
+				assert.True(t, os.IsNotExist(err), "recovery removes the intent")
+
+				// And compaction still works afterwards.
+				_, err = s.Compact(context.Background(), 0)
+				require.NoError(t, err)
+				assert.Len(t, partitionFiles(t, dir, closedHour), 1)
+				assert.Equal(t, want, messages(t, dir))
+				require.NoError(t, s.Close())
+			})
+		}
 	}
 }
 

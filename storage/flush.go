@@ -427,7 +427,7 @@ func (fl *flusher) loop(flush func() error) {
 func (fl *flusher) intentPath() string { return filepath.Join(fl.sysDir, intentName) }
 
 func (fl *flusher) writeIntent(in *flushIntent) error {
-	data, err := in.encode()
+	data, err := in.encode(fl.dir)
 	if err != nil {
 		return err
 	}
@@ -500,7 +500,7 @@ func (fl *flusher) recover() error {
 	if err != nil {
 		return fmt.Errorf("read flush intent: %w", err)
 	}
-	in, err := decodeFlushIntent(data)
+	in, err := decodeFlushIntent(data, fl.dir)
 	if err != nil {
 		return err
 	}

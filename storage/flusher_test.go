@@ -183,3 +183,30 @@ func TestFlushWorkersWhileWritersStillWait(t *testing.T) {
 		assert.Equal(t, st.want, fl.workersNow(), st.name)
 	}
 }
+
+// An intent names its files relative to the data directory: read in
+// another directory it names the files there; a relative path that leaves
+// the directory is refused, and an earlier build's paths are read as they
+// are.
+func TestFlushIntentPathsAreTheDataDirs(t *testing.T) {
+	in := &flushIntent{LastSeq: 7, Files: []publishStep{{
+		Temp:  filepath.Join("/a", systemDirName, tmpDirName, "f.parquet.tmp"),
+		Final: filepath.Join("/a", "default", "logs", "date=2026-11-22", "hour=9", "f.parquet"),
+	}}}
+	data, err := in.encode("/a")
+	require.NoError(t, err)
+	got, err := decodeFlushIntent(data, "/b")
+	require.NoError(t, err)
+	assert.Equal(t, &flushIntent{LastSeq: 7, Files: []publishStep{{
+		Temp:  filepath.Join("/b", systemDirName, tmpDirName, "f.parquet.tmp"),
+		Final: filepath.Join("/b", "default", "logs", "date=2026-11-22", "hour=9", "f.parquet"),
+	}}}, got)
+
+	_, err = decodeFlushIntent([]byte(`{"last_seq":7,"relative":true,"files":[{"temp":"../x.tmp","final":"default/x.parquet"}]}`), "/b")
+	assert.ErrorContains(t, err, "leaves the data directory")
+
+	old := []byte(`{"last_seq":7,"files":[{"temp":"/a/t.tmp","final":"/a/f.parquet"}]}`)
+	got, err = decodeFlushIntent(old, "/b")
+	require.NoError(t, err)
+	assert.Equal(t, []publishStep{{Temp: "/a/t.tmp", Final: "/a/f.parquet"}}, got.Files)
+}

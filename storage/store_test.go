@@ -690,3 +690,36 @@ func TestBatchIDTellsVersionsApart(t *testing.T) {
 	assert.True(t, LegacyBatchID("default", "logs", []byte("ab")).legacy())
 	assert.False(t, NoDedup.legacy())
 }
+
+// TestInterruptedFlushIsFinishedInAMovedDataDir crashes a flush half
+// published, then opens the data directory under another path (restored
+// elsewhere, mounted elsewhere, or named relative to another working
+// directory): recovery must still finish the flush, not replay the WAL
+// over the file already published.
+func TestInterruptedFlushIsFinishedInAMovedDataDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a")
+	fsys := &faultFS{}
+	s := openStore(t, dir, fsys)
+	appendBatch(t, s, "x", t0, t0.Add(time.Hour))
+	renames := 0
+	fsys.failRename = func(newpath string) bool {
+		if !strings.HasSuffix(newpath, ".parquet") {
+			return false
+		}
+		renames++
+		return renames > 1
+	}
+	require.ErrorIs(t, s.Flush(), errInjected)
+	crash(s)
+
+	moved := filepath.Join(root, "b")
+	require.NoError(t, os.Rename(dir, moved))
+	fsys.failRename = nil
+	s = openStore(t, moved, fsys)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-22/hour=9":  {"x-0"},
+		"date=2026-11-22/hour=10": {"x-1"},
+	}, messages(t, moved))
+}

@@ -735,6 +735,10 @@ func (c *Compactor) Recover() error {
 		if err := json.Unmarshal(data, &in); err != nil {
 			return fmt.Errorf("decode compaction intent: %w", err)
 		}
+		// The staging folder is one of this directory's, whatever path the
+		// intent was written under (the directory may have been restored
+		// or mounted elsewhere since).
+		in.Staging = filepath.Join(c.sysDir, compactDirName, filepath.Base(in.Staging))
 		c.cfg.Logger.Info("settling an interrupted compaction", "partition", in.Partition)
 		if err := c.finishCompaction(&in); err != nil {
 			return err
