@@ -1,7 +1,9 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -316,4 +318,110 @@ func TestDoPutStoresNanosecondStreamsOfEarlierExporters(t *testing.T) {
 	defer ms.Release()
 	_, err = f.put(t, arcflight.Descriptor("default", "logs"), ms)
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
+}
+
+// damagedBatches are record batch messages made from a good one (header
+// and body as Flight carries them) by the damage a hostile or broken
+// client can send: each column's row and null count and each buffer's
+// offset and length moved, and a byte flipped every few bytes of the
+// header and of the body (FuzzDecodeAndCheckBatch tries the rest).
+func damagedBatches(t *testing.T, header, body []byte) map[string][2][]byte {
+	t.Helper()
+	out := map[string][2][]byte{}
+	add := func(name string, h, b []byte) { out[name] = [2][]byte{h, b} }
+	for i := 0; i < len(header); i += 5 {
+		h := bytes.Clone(header)
+		h[i] ^= 0xff
+		add(fmt.Sprintf("header byte %d ^ 0xff", i), h, body)
+	}
+	nodes, buffers := storagetest.BatchLayout(t, header)
+	for _, v := range []struct {
+		name   string
+		at     []int
+		fields []string
+		deltas []int64
+	}{
+		{"field node", nodes, []string{"length", "null count"}, []int64{-8, -1, 1}},
+		{"buffer", buffers, []string{"offset", "length"}, []int64{-8, 8}},
+	} {
+		for e, at := range v.at {
+			for f, field := range v.fields {
+				for _, d := range v.deltas {
+					h := bytes.Clone(header)
+					n := at + 8*f
+					binary.LittleEndian.PutUint64(h[n:], binary.LittleEndian.Uint64(h[n:])+uint64(d))
+					add(fmt.Sprintf("%s %d %s %+d", v.name, e, field, d), h, body)
+				}
+			}
+		}
+	}
+	for i := 0; i < len(body); i += 16 {
+		b := bytes.Clone(body)
+		b[i] ^= 0xff
+		add(fmt.Sprintf("body byte %d ^ 0xff", i), header, b)
+	}
+	return out
+}
+
+// TestDamagedBatchesNeverCrashTheSidecar: a DoPut batch of damaged Arrow
+// IPC (flipped bytes in its flatbuffer metadata, wrong buffer lengths and
+// offsets, wrong row counts, flipped body bytes) is refused with
+// INVALID_ARGUMENT naming the batch, or stored if it still is a valid
+// batch of the table; never does the sidecar panic, while decoding,
+// checking or flushing it, and the batch acknowledged before it on the
+// stream, and every batch stored, are in the flushed files.
+func TestDamagedBatchesNeverCrashTheSidecar(t *testing.T) {
+	f := newFixture(t)
+	rec := tracesBatch(t, 3)
+	defer rec.Release()
+	msgs := flightMessages(t, rec)
+	require.Len(t, msgs, 2)
+	schemaMsg, good := msgs[0], msgs[1]
+	schemaMsg.FlightDescriptor = arcflight.Descriptor("default", schema.Traces.Name)
+	tbl, err := storage.LookupTable(schema.Traces.Name)
+	require.NoError(t, err)
+
+	stored := map[string]int64{string(good.DataHeader) + string(good.DataBody): rec.NumRows()}
+	refused := 0
+	for name, d := range damagedBatches(t, good.DataHeader, good.DataBody) {
+		stream, err := f.client.DoPut(context.Background())
+		require.NoError(t, err)
+		for _, m := range []*flight.FlightData{schemaMsg, good, {DataHeader: d[0], DataBody: d[1]}} {
+			require.NoError(t, stream.Send(m), name)
+		}
+		require.NoError(t, stream.CloseSend())
+		acks, err := readAcks(stream)
+		if err != nil {
+			refused++
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%s: %v", name, err)
+			require.ErrorContains(t, err, "batch 1 of traces", name)
+			require.Equal(t, []uint64{0}, acks, "%s: the good batch before it stays acknowledged", name)
+			continue
+		}
+		require.Equal(t, []uint64{0, 1}, acks, name)
+		// Stored: it decodes and passes the table's checks.
+		payload := arcflight.AppendEOS(arcflight.AppendFrame(bytes.Clone(tbl.SchemaFrame), d[0], d[1]))
+		r, err := arcflight.DecodeRecord(payload, memory.DefaultAllocator)
+		require.NoError(t, err, name)
+		require.NoError(t, tbl.Check(r), name)
+		stored[string(d[0])+string(d[1])] = r.NumRows()
+		r.Release()
+	}
+	t.Logf("%d damaged batches refused, %d stored", refused, len(stored)-1)
+	assert.Positive(t, refused)
+
+	require.NoError(t, f.store.Flush())
+	var want int64
+	for _, n := range stored {
+		want += n
+	}
+	files, err := filepath.Glob(filepath.Join(f.dir, "default", schema.Traces.Name, "*", "*", "*.parquet"))
+	require.NoError(t, err)
+	var got int64
+	for _, file := range files {
+		rows, err := parquet.ReadFile[schema.Span](file)
+		require.NoError(t, err)
+		got += int64(len(rows))
+	}
+	assert.Equal(t, want, got, "every stored batch's rows are in the flushed files")
 }

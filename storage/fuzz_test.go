@@ -1,13 +1,17 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
 
 	"github.com/arc-otel/arc-otel/internal/arcflight"
+	"github.com/arc-otel/arc-otel/internal/parquetfile"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 	"github.com/arc-otel/arc-otel/storage/wal"
 )
@@ -50,7 +54,8 @@ func FuzzDecodeWALRecord(f *testing.F) {
 // FuzzDecodeAndCheckBatch feeds arbitrary record batch messages (header
 // and body, as Flight carries them) through what the receiver runs before
 // storing anything: the body length check, framing after the table's own
-// schema, decoding and the table check.
+// schema, decoding and the table check; and what the check passes through
+// the flush's Parquet encoder.
 func FuzzDecodeAndCheckBatch(f *testing.F) {
 	tbl, _ := LookupTable("logs")
 	rec, ipc := storagetest.LogBatch(f, "seed", time.Unix(1700000000, 0), time.Unix(1700003600, 0))
@@ -60,6 +65,14 @@ func FuzzDecodeAndCheckBatch(f *testing.F) {
 	header, body := frame[8:8+n], frame[8+n:]
 	f.Add(header, body)
 	f.Add(header, body[:len(body)/2])
+	// Each column declaring a row fewer: a map's keys shorter than its
+	// entries passed the checks and panicked in the flush's encoder.
+	nodes, _ := storagetest.BatchLayout(f, header)
+	for _, at := range nodes {
+		h := bytes.Clone(header)
+		binary.LittleEndian.PutUint64(h[at:], binary.LittleEndian.Uint64(h[at:])-1)
+		f.Add(h, body)
+	}
 	f.Fuzz(func(t *testing.T, header, body []byte) {
 		start := time.Now()
 		defer func() {
@@ -78,6 +91,11 @@ func FuzzDecodeAndCheckBatch(f *testing.F) {
 		}
 		if tbl.Check(r) == nil {
 			split(r, tbl.timeCol)
+			// What the checks pass, the flush encodes.
+			w, err := parquetfile.NewWriter(io.Discard, tbl.Parquet, tbl.Arrow, parquetfile.Options{BloomColumns: tbl.BloomColumns, LiteralPages: true})
+			require.NoError(t, err)
+			require.NoError(t, w.Write(r, nil))
+			require.NoError(t, w.Close())
 		}
 		r.Release()
 		mem.AssertSize(t, 0)

@@ -223,7 +223,13 @@ func checkArray(name string, nullable bool, arr arrow.Array) error {
 			}
 		}
 	case *array.Map:
+		// The entries' offsets were checked against the entries struct,
+		// whose key and value columns declare their own lengths.
 		mt := a.DataType().(*arrow.MapType)
+		entries := a.ListValues().Len()
+		if k, v := a.Keys().Len(), a.Items().Len(); k < entries || v < entries {
+			return fmt.Errorf("%w: column %q: %d keys and %d values for %d map entries", ErrMalformed, name, k, v, entries)
+		}
 		if err := checkArray(name+".key", false, a.Keys()); err != nil {
 			return err
 		}

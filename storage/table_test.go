@@ -26,6 +26,23 @@ func withColumn(t *testing.T, rec arrow.RecordBatch, name string, arr arrow.Arra
 	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
 }
 
+// shortKeys returns the map column name of rec with its keys one row
+// shorter than its entries, as a message declaring so decodes.
+func shortKeys(t *testing.T, rec arrow.RecordBatch, name string) arrow.Array {
+	t.Helper()
+	m := rec.Column(rec.Schema().FieldIndices(name)[0]).(*array.Map)
+	entries := m.ListValues().Data()
+	k := entries.Children()[0]
+	require.Positive(t, k.Len())
+	keys := array.NewSliceData(k, 0, int64(k.Len()-1))
+	defer keys.Release()
+	e := array.NewData(entries.DataType(), entries.Len(), entries.Buffers(), []arrow.ArrayData{keys, entries.Children()[1]}, entries.NullN(), entries.Offset())
+	defer e.Release()
+	d := array.NewData(m.DataType(), m.Len(), m.Data().Buffers(), []arrow.ArrayData{e}, m.NullN(), m.Data().Offset())
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
 func strings1(vals ...string) arrow.Array {
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
@@ -61,6 +78,10 @@ func TestCheckRejectsBadBatches(t *testing.T) {
 		{"a character cut across two rows", withColumn(t, good, "message", strings1("\xc3", "\xbc")), ErrInvalidUTF8, `column "message" row 0`},
 		{"null in a non-nullable column", withColumn(t, good, "message", nullMsg.NewArray()), ErrNullInRequired, `"message"`},
 		{"time before 1970", withColumn(t, good, "time", times(t0.UnixMicro(), -1)), ErrTimeRange, "row 1 has time -1 us"},
+		// Offsets within the entries, keys that end before them: the flush's
+		// encoder slices keys past their end and panics.
+		{"map keys fewer than its entries", withColumn(t, good, "resource_attributes", shortKeys(t, good, "resource_attributes")),
+			ErrMalformed, `column "resource_attributes": 1 keys and 2 values for 2 map entries`},
 		{"time in seconds read as far future", withColumn(t, good, "time", times(t0.UnixMicro(), time.Now().Add(400*24*time.Hour).UnixMicro())), ErrTimeRange, "row 1"},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arc-otel/arc-otel/storage/layout"
+	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
 
 // openFiles are the paths this process holds open.
@@ -169,14 +170,12 @@ func parseRun(t *testing.T, data []byte) runLayout {
 		if i == 0 {
 			l.schemaMeta = [2]int{metaAt, metaAt + n}
 		} else {
-			var batch flatbuffers.Table
-			msg.Union(&batch, flatbuffers.UOffsetT(msg.Offset(8))) // header
-			for slot, to := range map[flatbuffers.VOffsetT]*[]int{6: &l.batchNodes, 8: &l.batchBuffers} {
-				o := flatbuffers.UOffsetT(batch.Offset(slot))
-				vec := int(batch.Vector(o))
-				for e := range batch.VectorLen(o) {
-					*to = append(*to, metaAt+vec+16*e) // both structs are 16 bytes
-				}
+			nodes, buffers := storagetest.BatchLayout(t, meta)
+			for _, at := range nodes {
+				l.batchNodes = append(l.batchNodes, metaAt+at)
+			}
+			for _, at := range buffers {
+				l.batchBuffers = append(l.batchBuffers, metaAt+at)
 			}
 			l.batchBody = metaAt + n
 		}
