@@ -25,6 +25,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 
 	"github.com/arc-otel/arc-otel/internal/schema"
+	"github.com/arc-otel/arc-otel/storage/layout"
 )
 
 // Environment variables of a REST catalog's credentials (never flags:
@@ -44,7 +45,9 @@ func (c *Committer) openCatalog(ctx context.Context) (catalog.Catalog, error) {
 	uri := c.cfg.Catalog
 	switch {
 	case uri == "":
-		if err := os.MkdirAll(Dir(c.cfg.DataDir), 0o755); err != nil {
+		// Durable in its parent: the catalog file is all a bucket's
+		// tables are known by.
+		if err := layout.MkdirDurable(c.fs, Dir(c.cfg.DataDir)); err != nil {
 			return nil, fmt.Errorf("create iceberg dir: %w", err)
 		}
 		// Readers (pyiceberg, Spark) lock the file now and then: wait

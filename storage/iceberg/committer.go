@@ -54,6 +54,7 @@ type Committer struct {
 
 	now  func() time.Time
 	hook func(step string) error // tests crash the committer here
+	fs   layout.FS               // makes the folders of the catalog and the links
 }
 
 // New checks the settings. Start begins committing; Sync runs one pass.
@@ -70,7 +71,7 @@ func New(cfg Config) (*Committer, error) {
 	return &Committer{
 		cfg: cfg, log: log, metrics: newMetrics(),
 		refused: map[string]string{}, files: map[tableID]int{}, seen: map[string]time.Time{}, cleaned: map[tableID]time.Time{},
-		wake: make(chan struct{}, 1), now: time.Now, lastOK: time.Now(),
+		wake: make(chan struct{}, 1), now: time.Now, lastOK: time.Now(), fs: layout.OSFS{},
 	}, nil
 }
 
@@ -500,7 +501,7 @@ func (c *Committer) toAdd(id tableID, parts []*partition, live map[string]iceber
 			}
 			if local {
 				dst := c.linkPath(id, f)
-				err := link(layout.OSFS{}, f.local, dst)
+				err := link(c.fs, f.local, dst)
 				if errors.Is(err, errVanished) {
 					p.unstable = true
 					break

@@ -1,6 +1,8 @@
 package iceberg
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,4 +46,22 @@ func TestLinkFoldersAreDurable(t *testing.T) {
 	b, err := os.Stat(dst)
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(a, b))
+}
+
+// TestCatalogFolderIsDurable opens the default SQLite catalog in a data
+// directory that has none: the catalog file is fsynced by SQLite, its new
+// folder must be durable in its parent too, or a power loss takes every
+// table's history with it.
+func TestCatalogFolderIsDurable(t *testing.T) {
+	dir := t.TempDir()
+	sys := filepath.Join(dir, layout.SystemDirName)
+	require.NoError(t, os.MkdirAll(sys, 0o755))
+	c, err := New(Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	fsys := &syncLog{synced: map[string]bool{}}
+	c.fs = fsys
+	require.NoError(t, c.connect(context.Background()))
+	defer c.Stop()
+	assert.DirExists(t, Dir(dir))
+	assert.True(t, fsys.synced[sys], "%s holds the new catalog folder, not fsynced", sys)
 }
