@@ -219,6 +219,28 @@ func TestLineProtocolPartialWrites(t *testing.T) {
 	assert.Equal(t, want, f.rows(t), "the good lines of each request, the first v=1i of cpu among them")
 }
 
+// TestLineProtocolTimeOutOfRangeDropsTheLine: a line whose time the
+// tables refuse (before 1970, over a year ahead: a unit mix-up) is
+// dropped as a partial write naming its line; the request's other lines
+// are stored (it refused the whole request, naming a row instead).
+func TestLineProtocolTimeOutOfRangeDropsTheLine(t *testing.T) {
+	f := newWriteFixture(t, nil, 0, 0, 0)
+	ns := lpNow.UnixNano()
+	for _, tt := range []struct{ name, line, reason string }{
+		{"far future", "cpu v=2 4102444800000000000", `line 2: timestamp "4102444800000000000" at precision ns: time outside the accepted range`},
+		{"before 1970", "cpu v=2 -1000", `line 2: timestamp "-1000" at precision ns: time outside the accepted range`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := fmt.Sprintf("cpu v=1 %d\n%s\ncpu v=3 %d\n", ns, tt.line, ns+1000)
+			a := f.send(t, PathWriteInfluxV1+"?db="+strings.ReplaceAll(tt.name, " ", "_"), []byte(body), nil)
+			assert.Equal(t, http.StatusBadRequest, a.status)
+			assert.Contains(t, a.body["error"], "partial write: "+tt.reason)
+			assert.True(t, strings.HasSuffix(a.body["error"], " dropped=1"), a.body["error"])
+		})
+	}
+	assert.Equal(t, map[string]int64{"far_future/cpu": 2, "before_1970/cpu": 2}, f.rows(t))
+}
+
 // TestLineProtocolLimitsDropLines: a line that no request could store
 // costs that line, not the request (Telegraf's influxdb output drops a
 // whole batch on a 413, and its influxdb_v2 output splits the batch down

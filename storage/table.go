@@ -169,15 +169,21 @@ func (t *Table) CheckRows(rec arrow.RecordBatch) error {
 }
 
 func (t *Table) checkTime(rec arrow.RecordBatch) error {
-	limit := schema.TimestampOf(time.Now().Add(maxFuture))
+	limit := LatestTime(time.Now())
 	for i, v := range rec.Column(t.timeCol).(*array.Timestamp).Values() {
 		if v < 0 || int64(v) > limit {
-			return fmt.Errorf("%w: row %d has time %d %s (want 1970-01-01 to one year from now, in %s since the Unix epoch)",
-				ErrTimeRange, i, v, schema.TimestampUnit, schema.TimestampUnit)
+			return fmt.Errorf("%w: row %d has time %d %s (%s)", ErrTimeRange, i, v, schema.TimestampUnit, TimeRange)
 		}
 	}
 	return nil
 }
+
+// LatestTime is the latest stored time (schema.TimestampUnit since the
+// Unix epoch) a row may have when the clock reads now; the earliest is 0.
+func LatestTime(now time.Time) int64 { return schema.TimestampOf(now.Add(maxFuture)) }
+
+// TimeRange says which times a row may have, for messages.
+const TimeRange = "want 1970-01-01 to one year from now"
 
 // describe names the first difference between two schemas.
 func describe(got, want *arrow.Schema) string {
