@@ -385,7 +385,11 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 		return 0, err
 	}
 	for rel := range u.manifests {
-		if local[rel] == nil || len(local[rel].files) == 0 {
+		// A folder that is there but lists no file is a compaction's swap
+		// seen half-way (the old folder emptied as it was read), not a
+		// deletion: forgetting its objects would leave them in the bucket
+		// beside the merged file's, the rows twice.
+		if local[rel] == nil {
 			// Deleted (local retention, retention): the bucket keeps it.
 			if err := u.mf.remove(rel); err != nil {
 				return 0, err
@@ -402,6 +406,9 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 	for _, p := range parts {
 		if p.end.After(cutoff) {
 			break // sorted by hour: the rest are open too
+		}
+		if len(p.files) == 0 {
+			continue // nothing to upload, and no file said which objects to keep
 		}
 		if r, ok := u.backoff[p.rel]; ok && now.Before(r.until) {
 			continue

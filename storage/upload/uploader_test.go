@@ -763,3 +763,42 @@ func TestRetentionWaitsForUpload(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyListingKeepsTheRecord lists an uploaded partition while a
+// compaction swaps it (late rows merged with the uploaded file): the
+// folder is there, the old one read as it was emptied, and no file is
+// listed. The partition is not deleted: its record must stay, so that once
+// the merged file is uploaded the object it replaces is deleted, not left
+// beside it with the same rows.
+func TestEmptyListingKeepsTheRecord(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	p := e.partition(2)
+	e.write(p, "1.parquet", parquetFile(t, row{1, "a"}))
+	u := e.uploader(nil)
+	e.open(u)
+	drain(t, u)
+	require.Equal(t, []string{e.key(p, "1.parquet")}, e.objects())
+	e.write(p, "2.parquet", parquetFile(t, row{2, "late"}))
+
+	// The listing that found the folder empty.
+	dir := filepath.Join(e.dir, filepath.FromSlash(p))
+	aside := t.TempDir()
+	for _, n := range []string{"1.parquet", "2.parquet"} {
+		require.NoError(t, os.Rename(filepath.Join(dir, n), filepath.Join(aside, n)))
+	}
+	drain(t, u)
+	assert.Len(t, e.manifests(), 1, "the partition's record is kept")
+	assert.Equal(t, []string{e.key(p, "1.parquet")}, e.objects(), "and its object")
+	for _, n := range []string{"1.parquet", "2.parquet"} {
+		require.NoError(t, os.Rename(filepath.Join(aside, n), filepath.Join(dir, n)))
+	}
+
+	_, err := e.store.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	drain(t, u)
+	objs := e.objects()
+	require.Len(t, objs, 1, "the merged file's object alone")
+	assert.Contains(t, objs[0], "-compacted-")
+	assert.ElementsMatch(t, []row{{1, "a"}, {2, "late"}}, readRows(t, srv.Get(objs[0])))
+}
