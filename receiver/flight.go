@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -199,7 +200,7 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 		check = t.Check
 	}
 	if err := check(rec); err != nil {
-		return rows, false, status.Errorf(codes.InvalidArgument, "batch %d of %s: %v", seq, t.Name, err)
+		return rows, false, refusal(seq, t.Name, err)
 	}
 	id := storage.NewBatchID(database, t.Name, fd.Header, fd.Body)
 	batch := []storage.Batch{{ID: id, Database: database, Table: t, IPC: payload, Rec: rec}}
@@ -217,6 +218,22 @@ func (s *FlightServer) put(ctx context.Context, database string, t *storage.Tabl
 		return rows, false, s.appendStatus(err, seq)
 	}
 	return rows, batch[0].Deduplicated, nil
+}
+
+// refusal is the status of a batch that failed its checks. A row's time
+// out of range also names the time column in a BadRequest detail: the
+// exporter then drops such rows and sends the rest of its push again,
+// rather than dropping the push with them.
+func refusal(seq uint64, table string, err error) error {
+	st := status.Newf(codes.InvalidArgument, "batch %d of %s: %v", seq, table, err)
+	if errors.Is(err, storage.ErrTimeRange) {
+		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: schema.ColTime, Description: err.Error()},
+		}}); derr == nil {
+			st = d
+		}
+	}
+	return st.Err()
 }
 
 func (s *FlightServer) appendStatus(err error, seq uint64) error {

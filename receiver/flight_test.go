@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -192,6 +193,29 @@ func TestDoPutRejectsBadInput(t *testing.T) {
 			assert.Zero(t, f.store.Buffered(), "nothing of a rejected batch is kept")
 		})
 	}
+}
+
+// TestRefusedTimeNamesTheColumn: a batch refused for a row's time says
+// so in a BadRequest detail naming the time column, which the exporter
+// acts on (it drops those rows and sends the rest of its push again).
+func TestRefusedTimeNamesTheColumn(t *testing.T) {
+	late, _ := storagetest.LogBatch(t, "late", t0, time.Now().Add(3*365*24*time.Hour))
+	defer late.Release()
+	f := newFixture(t)
+	acks, err := f.put(t, arcflight.Descriptor("default", "logs"), late)
+	assert.Empty(t, acks)
+	st := status.Convert(err)
+	assert.Equal(t, codes.InvalidArgument, st.Code(), "%v", err)
+	assert.ErrorContains(t, err, "row 1 has time")
+	var fields []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	assert.Equal(t, []string{schema.ColTime}, fields)
 }
 
 func wrongSchemaBatch(t *testing.T) arrow.RecordBatch {

@@ -50,11 +50,6 @@ var (
 	ErrTimeRange      = errors.New("time outside the accepted range")
 )
 
-// maxFuture bounds how far ahead of the sidecar's clock a row's time may be:
-// further is a unit mix-up (seconds sent as microseconds and the like) that
-// would scatter rows into partitions nobody queries.
-const maxFuture = 366 * 24 * time.Hour
-
 type fullValidator interface{ ValidateFull() error }
 
 func checkBuffers(arr arrow.Array) error {
@@ -169,21 +164,14 @@ func (t *Table) CheckRows(rec arrow.RecordBatch) error {
 }
 
 func (t *Table) checkTime(rec arrow.RecordBatch) error {
-	limit := LatestTime(time.Now())
+	limit := schema.LatestTime(time.Now())
 	for i, v := range rec.Column(t.timeCol).(*array.Timestamp).Values() {
 		if v < 0 || int64(v) > limit {
-			return fmt.Errorf("%w: row %d has time %d %s (%s)", ErrTimeRange, i, v, schema.TimestampUnit, TimeRange)
+			return fmt.Errorf("%w: row %d has time %d %s (%s)", ErrTimeRange, i, v, schema.TimestampUnit, schema.TimeRange)
 		}
 	}
 	return nil
 }
-
-// LatestTime is the latest stored time (schema.TimestampUnit since the
-// Unix epoch) a row may have when the clock reads now; the earliest is 0.
-func LatestTime(now time.Time) int64 { return schema.TimestampOf(now.Add(maxFuture)) }
-
-// TimeRange says which times a row may have, for messages.
-const TimeRange = "want 1970-01-01 to one year from now"
 
 // describe names the first difference between two schemas.
 func describe(got, want *arrow.Schema) string {

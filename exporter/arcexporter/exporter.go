@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -259,11 +260,51 @@ func (e *arcExporter) pushNow(ctx context.Context, signal string, convert func(*
 		return nil
 	}
 	err := classify(f.err)
-	if consumererror.IsPermanent(err) {
+	if consumererror.IsPermanent(err) && !timeRefused(f.err) {
 		return err
 	}
 	i := slices.Index(b.tables, f.table)
 	return partial(err, f, b.tables[:i])
+}
+
+// timeRefused reports whether the sidecar refused a batch for a row's
+// time (before 1970, or over a year ahead): its status names the time
+// column in a BadRequest detail.
+func timeRefused(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.InvalidArgument {
+		return false
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				if v.GetField() == schema.ColTime {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// withoutRefusedTimes answers a push whose batch the sidecar refused for
+// a row's time: drop removes such rows from what is left to send (rest,
+// built by partial) and returns how many it removed. Retrying the rest
+// stores every other row of the push, which a permanent error would have
+// dropped with them. When drop finds none (the sidecar's clock is ahead
+// of the collector's), err stays permanent; any other failure's err is
+// returned as it is.
+func (e *arcExporter) withoutRefusedTimes(err error, f *sendFailure, what string, drop func(latest int64) int) error {
+	if !timeRefused(f.err) {
+		return err
+	}
+	n := drop(schema.LatestTime(time.Now()))
+	if n == 0 {
+		return err
+	}
+	e.set.Logger.Warn("dropped rows whose time the sidecar refuses; sending the rest again",
+		zap.Int(what, n), zap.String("range", schema.TimeRange), zap.Error(f.err))
+	return fmt.Errorf("dropped %d %s timed outside the accepted range (%s); the rest is sent again: %w", n, what, schema.TimeRange, f.err)
 }
 
 // converted runs convert with a converter from pool, emitting into b,
@@ -286,7 +327,9 @@ func (e *arcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 			return converted(&e.traces, b, func(c *otlparrow.TracesConverter, emit otlparrow.Emit) error { return c.Convert(td, emit) })
 		},
 		func(err error, f *sendFailure, _ []*schema.Table) error {
-			return consumererror.NewTraces(err, remainingTraces(td, f.acked*e.cfg.BatchSize))
+			rest := remainingTraces(td, f.acked*e.cfg.BatchSize)
+			err = e.withoutRefusedTimes(err, f, "spans", func(latest int64) int { return dropLateSpans(rest, latest) })
+			return consumererror.NewTraces(err, rest)
 		})
 }
 
@@ -296,7 +339,9 @@ func (e *arcExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 			return converted(&e.logs, b, func(c *otlparrow.LogsConverter, emit otlparrow.Emit) error { return c.Convert(ld, emit) })
 		},
 		func(err error, f *sendFailure, sent []*schema.Table) error {
-			return consumererror.NewLogs(err, remainingLogs(ld, sent, f.table, f.acked*e.cfg.BatchSize))
+			rest := remainingLogs(ld, sent, f.table, f.acked*e.cfg.BatchSize)
+			err = e.withoutRefusedTimes(err, f, "logs", func(latest int64) int { return dropLateLogs(rest, latest) })
+			return consumererror.NewLogs(err, rest)
 		})
 }
 
@@ -306,6 +351,8 @@ func (e *arcExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error
 			return converted(&e.metrics, b, func(c *otlparrow.MetricsConverter, emit otlparrow.Emit) error { return c.Convert(md, emit) })
 		},
 		func(err error, f *sendFailure, _ []*schema.Table) error {
-			return consumererror.NewMetrics(err, remainingMetrics(md, f.acked*e.cfg.BatchSize))
+			rest := remainingMetrics(md, f.acked*e.cfg.BatchSize)
+			err = e.withoutRefusedTimes(err, f, "points", func(latest int64) int { return dropLatePoints(rest, latest) })
+			return consumererror.NewMetrics(err, rest)
 		})
 }

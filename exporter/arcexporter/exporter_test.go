@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
@@ -20,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -68,6 +71,8 @@ type fakeSidecar struct {
 	failures   int           // how many streams to fail
 	retryDelay time.Duration // sent as RetryInfo with a failure when set
 	endAfter   int           // end each stream with Unavailable after this many acks, as a draining sidecar does; 0 never
+	checkTime  bool          // refuse a batch with a row over a year ahead, as arcstore does
+	timeDetail bool          // the injected failure names the time column, as a refused time does
 }
 
 func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
@@ -90,6 +95,9 @@ func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
 	}
 	var unacked []uint64
 	for seq := uint64(0); r.Next(); seq++ {
+		if err := f.refuseTime(t, r.RecordBatch()); err != nil {
+			return err
+		}
 		f.mu.Lock()
 		fail := f.failures > 0 && int(seq) == f.failAt
 		if fail {
@@ -100,6 +108,12 @@ func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
 		f.mu.Unlock()
 		if fail {
 			st := status.Newf(f.failCode, "injected failure at batch %d", seq)
+			if f.timeDetail {
+				st, err = st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: schema.ColTime}}})
+				if err != nil {
+					return err
+				}
+			}
 			if f.retryDelay > 0 {
 				st, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.retryDelay)})
 				if err != nil {
@@ -134,6 +148,27 @@ func (f *fakeSidecar) DoPut(stream flight.FlightService_DoPutServer) error {
 	}
 	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return nil
+}
+
+// refuseTime answers a batch with a row whose time is over a year ahead
+// as arcstore does: InvalidArgument naming the time column in a
+// BadRequest detail.
+func (f *fakeSidecar) refuseTime(t *schema.Table, rec arrow.RecordBatch) error {
+	if !f.checkTime {
+		return nil
+	}
+	latest := schema.LatestTime(time.Now())
+	for i, v := range rec.Column(t.FieldIndex(schema.ColTime)).(*array.Timestamp).Values() {
+		if int64(v) > latest {
+			st, err := status.Newf(codes.InvalidArgument, "row %d: time outside the accepted range", i).
+				WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: schema.ColTime}}})
+			if err != nil {
+				return err
+			}
+			return st.Err()
+		}
 	}
 	return nil
 }
@@ -632,4 +667,74 @@ func TestTimeoutEndsAPushBlockedOnFlowControl(t *testing.T) {
 		<-done
 		t.Fatal("the push outlived its 300 ms timeout by 10 s")
 	}
+}
+
+// TestRowsTimedOutOfRangeAreDroppedAlone: the sidecar refuses a batch
+// holding a row over a year ahead (a unit mix-up in a client); the
+// exporter drops those rows and sends the rest of the push again, instead
+// of dropping every row of the push with them.
+func TestRowsTimedOutOfRangeAreDroppedAlone(t *testing.T) {
+	future := pcommon.NewTimestampFromTime(time.Now().Add(3 * 365 * 24 * time.Hour))
+	tests := []struct {
+		name    string
+		keys    []string
+		consume func(t *testing.T, set exporter.Settings, cfg *Config) error
+		sent    int64
+	}{
+		{"traces", []string{"testdb/traces"}, func(t *testing.T, set exporter.Settings, cfg *Config) error {
+			td := otlparrowtest.Traces(otlparrowtest.Sent, 5) // 20 spans
+			td.ResourceSpans().At(1).ScopeSpans().At(0).Spans().At(2).SetStartTimestamp(future)
+			return startTraces(t, set, cfg).ConsumeTraces(context.Background(), td)
+		}, 19},
+		{"logs", []string{"testdb/logs", "testdb/events"}, func(t *testing.T, set exporter.Settings, cfg *Config) error {
+			ld := otlparrowtest.RealisticLogs(20)
+			lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+			lr := lrs.At(lrs.Len() - 1)
+			lr.SetTimestamp(0)
+			lr.SetObservedTimestamp(future)
+			exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
+			require.NoError(t, err)
+			require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+			defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+			return exp.ConsumeLogs(context.Background(), ld)
+		}, 19},
+		{"metrics", []string{"testdb/metrics"}, func(t *testing.T, set exporter.Settings, cfg *Config) error {
+			md := otlparrowtest.Metrics(otlparrowtest.Sent, 2)
+			md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetTimestamp(future)
+			exp, err := NewFactory().CreateMetrics(context.Background(), set, cfg)
+			require.NoError(t, err)
+			require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+			defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+			return exp.ConsumeMetrics(context.Background(), md)
+		}, int64(otlparrowtest.Metrics(otlparrowtest.Sent, 2).DataPointCount() - 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake, addr := startFake(t)
+			fake.checkTime = true
+			cfg := testConfig(addr, 7)
+			cfg.BackOffConfig.Enabled = true
+			cfg.BackOffConfig.InitialInterval = time.Millisecond
+			cfg.BackOffConfig.MaxInterval = time.Millisecond
+			require.NoError(t, tt.consume(t, exportertest.NewNopSettings(metadata.Type), cfg))
+			var rows int64
+			for _, key := range tt.keys {
+				rows += fake.rowsOf(key)
+			}
+			assert.Equal(t, tt.sent, rows, "every row but the one out of range, once")
+		})
+	}
+}
+
+// TestRefusedTimeNoRowDropsIsPermanent: when the sidecar refuses a time
+// the exporter finds in range (the sidecar's clock is behind), the push
+// fails for good rather than being sent again for ever.
+func TestRefusedTimeNoRowDropsIsPermanent(t *testing.T) {
+	fake, addr := startFake(t)
+	fake.failCode, fake.failAt, fake.failures = codes.InvalidArgument, 0, 1
+	fake.timeDetail = true
+	err := startTraces(t, exportertest.NewNopSettings(metadata.Type), testConfig(addr, 7)).
+		ConsumeTraces(context.Background(), otlparrowtest.Traces(otlparrowtest.Sent, 5))
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err), "%v", err)
 }

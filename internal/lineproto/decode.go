@@ -76,7 +76,7 @@ type Result struct {
 // stored in microseconds, finer ones truncated. A bad line is dropped and
 // the others kept, as InfluxDB does: one it cannot parse, one whose
 // measurement name cannot be stored (storage.MeasurementFolder), whose
-// time the tables refuse (before 1970, or past storage.LatestTime), whose
+// time the tables refuse (before 1970, or past schema.LatestTime), whose
 // columns or values no file may hold, or whose field has another type
 // than on an earlier line of the body. Every column is charged to b; past
 // it Decode stops with arcmsgpack.ErrTooLarge, and the whole body is
@@ -88,7 +88,7 @@ type Result struct {
 // refused batch (Telegraf's influxdb_v2 output) then store all of it.
 func Decode(body []byte, prec Precision, now int64, b *arcmsgpack.Budget, limits storage.Limits) (Result, error) {
 	d := decoder{body: body, rows: arcmsgpack.NewRows(b), kinds: map[fieldKey]kindSeen{}, prec: prec, now: now, names: map[string]string{}, budget: b,
-		limits: limits.WithDefaults(), latest: storage.LatestTime(time.Now())}
+		limits: limits.WithDefaults(), latest: schema.LatestTime(time.Now())}
 	if err := d.all(); err != nil {
 		return Result{}, err
 	}
@@ -115,7 +115,7 @@ type decoder struct {
 	kinds map[fieldKey]kindSeen
 	prec  Precision
 	now   int64
-	// latest is the latest time the tables accept (storage.LatestTime).
+	// latest is the latest time the tables accept (schema.LatestTime).
 	latest int64
 	// line is the current entry's line; counted, offset the position it
 	// was counted to.
@@ -324,7 +324,7 @@ func (d *decoder) entry(dec *lineprotocol.Decoder, name string) error {
 			return d.fail("invalid timestamp %q: out of range for precision %s", ts, precisionName(d.prec))
 		}
 		if at < 0 || at > d.latest {
-			return d.fail("timestamp %q at precision %s: %v (%s)", ts, precisionName(d.prec), storage.ErrTimeRange, storage.TimeRange)
+			return d.fail("timestamp %q at precision %s: %v (%s)", ts, precisionName(d.prec), storage.ErrTimeRange, schema.TimeRange)
 		}
 	}
 	if _, err := storage.MeasurementFolder(name); err != nil {

@@ -75,6 +75,19 @@ func TimestampOf(t time.Time) int64 {
 	return t.Unix()*(int64(time.Second)/tick) + int64(t.Nanosecond())/tick
 }
 
+// maxFuture bounds how far ahead of the clock a row's time may be:
+// further is a unit mix-up (seconds sent as microseconds and the like)
+// that would scatter rows into partitions nobody queries.
+const maxFuture = 366 * 24 * time.Hour
+
+// LatestTime is the latest stored time a row may have when the clock reads
+// now; the earliest is 0 (1970). The sidecar refuses rows outside, and
+// the exporter drops them when the sidecar says a batch held one.
+func LatestTime(now time.Time) int64 { return TimestampOf(now.Add(maxFuture)) }
+
+// TimeRange says which times a row may have, for messages.
+const TimeRange = "want 1970-01-01 to one year from now"
+
 // TimestampTime is the instant of a stored timestamp, in UTC.
 func TimestampTime(ts int64) time.Time { return time.UnixMicro(ts).UTC() }
 
