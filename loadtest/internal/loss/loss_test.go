@@ -187,3 +187,90 @@ func TestClickHouseParts(t *testing.T) {
 	assert.Zero(t, bytes)
 
 }
+
+// TestVerdictsOnDamagedTrees feeds the check Parquet trees that each differ
+// from what was acknowledged in one way, with the identity and filter the
+// OTLP driver's run uses (the id attribute, between the run's first and
+// last id), and checks each verdict.
+func TestVerdictsOnDamagedTrees(t *testing.T) {
+	bin := duckdbBin(t)
+	const (
+		lo, hi   = 0x1000, 0x1009 // the run's ids: ten sent
+		acked    = 10
+		identity = Identity("attributes['loadtest.id']")
+	)
+	where := fmt.Sprintf("%s BETWEEN '%016x' AND '%016x'", identity, lo, hi)
+	ids := func(from, to int) []int { // from..to inclusive
+		var out []int
+		for i := from; i <= to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	type file struct {
+		name string
+		ids  []int  // rows to write with these ids
+		raw  []byte // or these bytes
+	}
+	tests := []struct {
+		name                         string
+		acked                        int64
+		files                        []file
+		lost, duplicated, unexpected int64
+		ok                           bool
+		err                          string
+	}{
+		{name: "every row once", acked: acked, files: []file{{name: "a.parquet", ids: ids(lo, hi)}}, ok: true},
+		{name: "every row once over two files", acked: acked,
+			files: []file{{name: "a.parquet", ids: ids(lo, lo+4)}, {name: "b.parquet", ids: ids(lo+5, hi)}}, ok: true},
+		{name: "a missing row", acked: acked, files: []file{{name: "a.parquet", ids: ids(lo, hi-1)}}, lost: 1},
+		{name: "a row twice in one file", acked: acked, files: []file{{name: "a.parquet", ids: append(ids(lo, hi), lo+3)}}, duplicated: 1},
+		{name: "a row again in a second file", acked: acked,
+			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "b.parquet", ids: []int{lo + 7}}}, duplicated: 1},
+		{name: "rows of another run are not this run's", acked: acked,
+			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "old.parquet", ids: []int{lo - 1, hi + 1, 0x99999}}}, ok: true},
+		{name: "a file still being written is not counted", acked: acked,
+			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "b.parquet.tmp", ids: ids(lo, hi)}}, ok: true},
+		{name: "rows sent but not acknowledged are unexpected, not lost or duplicated", acked: acked - 2,
+			files: []file{{name: "a.parquet", ids: ids(lo, hi)}}, unexpected: 2},
+		{name: "an empty file is an error", acked: acked,
+			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "b.parquet", raw: []byte{}}}, err: "duckdb"},
+		{name: "a damaged file is an error", acked: acked,
+			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "b.parquet", raw: []byte("PAR1 not a parquet file PAR1")}}, err: "duckdb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			part := filepath.Join(dir, "default", "logs", "date=2026-11-27", "hour=23")
+			require.NoError(t, os.MkdirAll(part, 0o755))
+			for _, f := range tt.files {
+				path := filepath.Join(part, f.name)
+				if f.ids == nil {
+					require.NoError(t, os.WriteFile(path, f.raw, 0o644))
+					continue
+				}
+				values := ""
+				for i, id := range f.ids {
+					if i > 0 {
+						values += ", "
+					}
+					values += fmt.Sprintf("(%d)", id)
+				}
+				q := fmt.Sprintf("COPY (SELECT map {'loadtest.id': printf('%%016x', i)} AS attributes FROM (VALUES %s) v(i)) TO '%s' (FORMAT parquet)", values, path)
+				out, err := exec.Command(bin, "-c", q).CombinedOutput()
+				require.NoError(t, err, string(out))
+			}
+			found, distinct, err := Engine{DuckDB: bin}.Count(dir, "default", "logs", identity, where)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			got := Compute("logs", tt.acked, found, distinct)
+			assert.Equal(t, tt.lost, got.Lost, "lost")
+			assert.Equal(t, tt.duplicated, got.Duplicated, "duplicated")
+			assert.Equal(t, tt.unexpected, got.Unexpected, "unexpected")
+			assert.Equal(t, tt.ok, got.OK(), "ok")
+		})
+	}
+}
