@@ -326,11 +326,7 @@ func (r *Runner) phase(ctx context.Context, export string) (*report.Phase, error
 		if stopErr != nil {
 			return nil, stopErr
 		}
-		for name, p := range tgt.procs {
-			if u, err := p.Usage(); err == nil {
-				ph.Procs[name] = u
-			}
-		}
+		stackUsage(tgt, w.first, ph)
 	}
 	if l.rec != nil {
 		// The harness outlives phases: its CPU is counted from the phase's
@@ -680,6 +676,18 @@ func settle(probe func() (any, error), quiet, timeout time.Duration, now func() 
 		}
 		if t.Sub(start) >= timeout {
 			return 0, fmt.Errorf("the target's Parquet still changed %s after the load", timeout)
+		}
+	}
+}
+
+// stackUsage adds the processes of a stopped stack: CPU seconds since the
+// phase's start, as for a running target (their start-up is no part of the
+// load), peak RSS since their own start.
+func stackUsage(tgt *target, first point, ph *report.Phase) {
+	for name, p := range tgt.procs {
+		if u, err := p.Usage(); err == nil {
+			u.CPUSeconds -= first.usage[name].CPUSeconds
+			ph.Procs[name] = u
 		}
 	}
 }

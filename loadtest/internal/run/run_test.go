@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +303,39 @@ func TestConfigAcceptsTheContribCollector(t *testing.T) {
 	c := validConfig()
 	c.ContribCollector, c.ContribClickHouseAddr, c.ClickHouseHTTP, c.ClickHousePID = "otelcol-contrib", "127.0.0.1:9000", "http://127.0.0.1:8123", 42
 	assert.NoError(t, c.Validate())
+}
+
+// TestStackProcessCountedFromThePhasesStart: a started process's CPU
+// before the phase's first point (its start-up) is not the load's; what it
+// uses after, up to its exit, is.
+func TestStackProcessCountedFromThePhasesStart(t *testing.T) {
+	dir := t.TempDir()
+	stopBurning := filepath.Join(dir, "stop")
+	// Busy until the file appears (its start-up), then idle until SIGTERM.
+	p, err := stack.StartProc(dir, "burner", "sh", "-c", `while [ ! -e "$1" ]; do :; done; exec sleep 60`, "sh", stopBurning)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Stop(5 * time.Second) })
+	for u, err := p.Usage(); u.CPUSeconds < 0.3; u, err = p.Usage() {
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(stopBurning, nil, 0o644))
+	time.Sleep(100 * time.Millisecond) // the loop's last test
+
+	tgt := &target{name: "stack", procs: map[string]*stack.Proc{procSidecar: p}}
+	w, err := newWatcher(tgt, []driver.Signal{driver.Logs}, driver.NewRecorder(), "", func(string) {})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, w.first.usage[procSidecar].CPUSeconds, 0.3)
+	// SIGTERM ends the sleep: its exit status says so.
+	require.ErrorContains(t, p.Stop(5*time.Second), "terminated")
+
+	ph := &report.Phase{Procs: map[string]stack.Usage{}}
+	stackUsage(tgt, w.first, ph)
+	u := ph.Procs[procSidecar]
+	whole, err := p.Usage()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, whole.CPUSeconds, 0.3, "the kernel's account after exit")
+	assert.Less(t, u.CPUSeconds, 0.15, "counted from the phase's start, not the process's")
+	assert.GreaterOrEqual(t, u.CPUSeconds, 0.0)
+	assert.Positive(t, u.PeakRSSBytes, "peak RSS is the process's")
 }
