@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -118,6 +119,12 @@ func (h *MsgpackHandler) receive(w http.ResponseWriter, r *http.Request) (*body,
 		}
 		if err != nil {
 			b.done()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// Not bad input: a slow link. InfluxDB clients and
+				// Telegraf drop a batch answered 400 (or 408), and retry
+				// one answered 503.
+				return nil, fail(http.StatusServiceUnavailable, "not stored, retry: the body did not arrive within %s of there being room for it (-http-read-timeout)", timeout)
+			}
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
