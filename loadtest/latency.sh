@@ -26,7 +26,9 @@ for w in $CLIENTS; do
   run "clients-$w" -workers "$w"
 done
 if [ -f "$OUT/clients-4/report.json" ]; then
-  rate=$(jq '.arc.rate_per_s * 0.8 | floor' "$OUT/clients-4/report.json")
+  # No rate (a run that counted no rows) must not become -rate 0: unpaced.
+  rate=$(jq -e '.arc.rate_per_s * 0.8 | floor | select(. > 0)' "$OUT/clients-4/report.json") ||
+    { echo "clients-4 reported no stored rate to pace at 80 % of" >&2; exit 1; }
   run "clients-4-at-80pct" -workers 4 -ceiling=false -rate "$rate"
 fi
 echo "results in $OUT"

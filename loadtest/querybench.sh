@@ -21,27 +21,29 @@ ID=$("$DUCKDB" -noheader -list -c "SELECT trace_id FROM $TRACES USING SAMPLE 1 R
 read -r FROM TO < <("$DUCKDB" -noheader -list -separator ' ' -c \
   "SELECT strftime(t, '%Y-%m-%dT%H:%M:%S.%fZ'), strftime(t + INTERVAL 5 SECOND, '%Y-%m-%dT%H:%M:%S.%fZ') FROM (SELECT min(time) + (max(time) - min(time)) / 2 AS t FROM $TRACES)")
 
-# best of RUNS, in ms
+# best of RUNS, in ms; a query that fails fails the script (DuckDB still
+# prints its run time)
 timed() {
-  local best=""
+  local best="" out t
   for _ in $(seq "$RUNS"); do
-    local t
-    t=$("$DUCKDB" -c ".timer on" -c "$1" | awk '/Run Time/ {print $5 * 1000}' | tail -1)
+    out=$("$DUCKDB" -c ".timer on" -c "$1") || { echo "query failed: $1" >&2; return 1; }
+    t=$(awk '/Run Time/ {print $5 * 1000}' <<<"$out" | tail -1)
     if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
   done
   printf '%.0f' "$best"
 }
 
 measure() {
-  local rows files bytes DATA=$2
+  local rows files bytes byid p95 window DATA=$2
   local TRACES="read_parquet('$DATA/default/traces/**/*.parquet', hive_partitioning = true)"
   rows=$("$DUCKDB" -noheader -list -c "SELECT count(*) FROM $TRACES")
   files=$(find "$DATA/default/traces" -name '*.parquet' | wc -l)
   bytes=$(find "$DATA/default/traces" -name '*.parquet' -printf '%s\n' | awk '{s+=$1} END {print s}')
-  printf '| %s | %s | %s | %.1f | %s | %s | %s |\n' "$1" "$rows" "$files" "$(awk "BEGIN{print $bytes/$rows}")" \
-    "$(timed "SELECT * FROM $TRACES WHERE trace_id = '$ID'")" \
-    "$(timed "SELECT service_name, operation_name, quantile_cont(duration_ns, 0.95) FROM $TRACES GROUP BY ALL")" \
-    "$(timed "SELECT count(*), max(duration_ns) FROM $TRACES WHERE time >= TIMESTAMPTZ '$FROM' AND time < TIMESTAMPTZ '$TO'")"
+  # Assigned, not substituted into printf's arguments, so a failure stops.
+  byid=$(timed "SELECT * FROM $TRACES WHERE trace_id = '$ID'")
+  p95=$(timed "SELECT service_name, operation_name, quantile_cont(duration_ns, 0.95) FROM $TRACES GROUP BY ALL")
+  window=$(timed "SELECT count(*), max(duration_ns) FROM $TRACES WHERE time >= TIMESTAMPTZ '$FROM' AND time < TIMESTAMPTZ '$TO'")
+  printf '| %s | %s | %s | %.1f | %s | %s | %s |\n' "$1" "$rows" "$files" "$(awk "BEGIN{print $bytes/$rows}")" "$byid" "$p95" "$window"
 }
 
 SORTED=$OUT/sorted
