@@ -20,12 +20,11 @@ type block struct {
 }
 
 func newBlock(t *storage.Table) (*block, error) {
-	otlp := storage.IsOTLPTable(t.Name)
 	b := &block{schema: t.Arrow}
-	for _, f := range t.Arrow.Fields() {
-		c, err := newColumn(f.Type, f.Nullable, otlp && lowCardinality(t.Parquet, f.Name))
+	for i, f := range t.Arrow.Fields() {
+		c, err := tableColumn(t, i)
 		if err != nil {
-			return nil, fmt.Errorf("table %s column %s: %w", t.Name, f.Name, err)
+			return nil, err
 		}
 		b.names = append(b.names, f.Name)
 		b.cols = append(b.cols, c)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage"
+	"github.com/arc-otel/arc-otel/storage/tableschema"
 )
 
 // TableOptions shape the DDL.
@@ -109,16 +110,32 @@ func AddColumns(database string, t *storage.Table, cluster string) ([]string, er
 }
 
 func columnDefs(t *storage.Table) ([]string, error) {
-	otlp := storage.IsOTLPTable(t.Name)
 	var cols []string
-	for _, f := range t.Arrow.Fields() {
-		c, err := newColumn(f.Type, f.Nullable, otlp && lowCardinality(t.Parquet, f.Name))
+	for i, f := range t.Arrow.Fields() {
+		c, err := tableColumn(t, i)
 		if err != nil {
-			return nil, fmt.Errorf("table %s column %s: %w", t.Name, f.Name, err)
+			return nil, err
 		}
 		cols = append(cols, fmt.Sprintf("  %s %s", quote(f.Name), c.Type()))
 	}
 	return cols, nil
+}
+
+// tableColumn is the column of a table's i-th field, in the DDL and in the
+// blocks alike. A measurement's fields are Nullable whatever the batch
+// declares, as its Parquet columns are optional: one measurement comes
+// with nullable fields from line protocol and MessagePack and may come
+// with required ones from an Arrow Flight client, and the table must take
+// both (a block's types must be the table's exactly).
+func tableColumn(t *storage.Table, i int) (column, error) {
+	f := t.Arrow.Field(i)
+	otlp := storage.IsOTLPTable(t.Name)
+	nullable := f.Nullable || !otlp && f.Name != tableschema.TimeColumn
+	c, err := newColumn(f.Type, nullable, otlp && lowCardinality(t.Parquet, f.Name))
+	if err != nil {
+		return nil, fmt.Errorf("table %s column %s: %w", t.Name, f.Name, err)
+	}
+	return c, nil
 }
 
 // sortKey is the table's sort columns; a measurement table sorts by time.

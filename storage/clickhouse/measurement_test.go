@@ -2,6 +2,9 @@ package clickhouse
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +85,61 @@ func TestMeasurementsGrowColumns(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrRejected, "a column whose type changed cannot go in")
 	t.Log(err)
 	assert.Equal(t, "7", srv.MustQuery("SELECT count() FROM arc.cpu"), "and nothing of it went in")
+}
+
+// TestMeasurementNullabilityIsOneTable writes one measurement with its
+// fields declared nullable (line protocol, MessagePack) and not nullable
+// (an Arrow Flight client's default), in either order: Parquet stores both
+// as optional columns, so ClickHouse must take both into the same table.
+func TestMeasurementNullabilityIsOneTable(t *testing.T) {
+	srv := chtest.Start(t)
+	s := newSink(t, srv)
+	ctx := context.Background()
+	fields := []arrow.Field{
+		{Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "cores", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "zone", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "up", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	}
+	for _, tc := range []struct {
+		name  string
+		order []bool // nullability of each write's fields
+	}{
+		{"nullable then not", []bool{true, false}},
+		{"not nullable then nullable", []bool{false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := "mem" + strings.ReplaceAll(tc.name, " ", "_")
+			for i, nullable := range tc.order {
+				tbl, rec := measurement(t, table, 3, fields...)
+				if !nullable {
+					rec = withoutNulls(t, tbl, rec)
+					var err error
+					tbl, err = storage.MeasurementTable(table, rec.Schema())
+					require.NoError(t, err)
+				}
+				err := s.Write(ctx, storage.SinkWrite{Token: fmt.Sprintf("%s-%d", table, i), Database: "arc", Table: tbl, Records: []arrow.RecordBatch{rec}, Rows: rec.NumRows()})
+				rec.Release()
+				require.NoError(t, err, "write %d (nullable %v)", i, nullable)
+			}
+			assert.Equal(t, "5\t4", srv.MustQuery(fmt.Sprintf("SELECT count(), countIf(usage IS NOT NULL) FROM arc.`%s` FORMAT TSV", table)),
+				"every row of both writes, the nullable one's last row null")
+		})
+	}
+}
+
+// withoutNulls returns rec's first rows up to its first null (the
+// measurement helper nulls the last row), its fields declared not
+// nullable as a Go Arrow client declares them by default.
+func withoutNulls(t *testing.T, tbl *storage.Table, rec arrow.RecordBatch) arrow.RecordBatch {
+	t.Helper()
+	defer rec.Release()
+	head := rec.NewSlice(0, rec.NumRows()-1)
+	defer head.Release()
+	fields := slices.Clone(tbl.Arrow.Fields())
+	for i := 1; i < len(fields); i++ {
+		fields[i].Nullable = false
+	}
+	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), head.Columns(), head.NumRows())
+	return out
 }
