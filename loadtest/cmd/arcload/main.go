@@ -147,7 +147,7 @@ func summary(rep *report.Report) string {
 			fmt.Fprintf(&b, "  payloads %-8s %d distinct batches of %d rows, each row sent %.2f times on average\n", table, p.Distinct, p.Rows, p.Repeats(ph.Acked[table]))
 		}
 		for _, t := range ph.Loss {
-			fmt.Fprintf(&b, "  loss check %-8s expected %d found %d lost %d duplicated %d", t.Table, t.Expected, t.Found, t.Lost, t.Duplicated)
+			fmt.Fprintf(&b, "  loss check %-8s expected %d found %d lost %d duplicated %d unexpected %d", t.Table, t.Expected, t.Found, t.Lost, t.Duplicated, t.Unexpected)
 			if t.BytesPerRow() > 0 {
 				fmt.Fprintf(&b, "  %d files, %.1f bytes per row", t.Files, t.BytesPerRow())
 			}

@@ -7,6 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arc-otel/arc-otel/loadtest/internal/loss"
+	"github.com/arc-otel/arc-otel/loadtest/internal/report"
+	"github.com/arc-otel/arc-otel/loadtest/internal/stack"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -74,4 +78,18 @@ func TestParseFlagsRejects(t *testing.T) {
 			assert.ErrorContains(t, err, tt.msg)
 		})
 	}
+}
+
+// TestSummaryAgreesWithTheReport: the console gives the loss check's
+// every count the Markdown report gives, and the same CPU per stored row.
+func TestSummaryAgreesWithTheReport(t *testing.T) {
+	ph := &report.Phase{Name: "arc", Export: "arc", Rate: 1000, Acked: map[string]int64{"logs": 1000},
+		Loss:  []loss.Table{loss.Compute("logs", 1000, 1002, 1002)},
+		Procs: map[string]stack.Usage{"arcstore": {CPUSeconds: 0.5, PeakRSSBytes: 64 << 20}}}
+	ph.Loss[0].Files, ph.Loss[0].Bytes = 1, 50_100
+	rep := &report.Report{Arc: ph, Failures: []string{"arc: table logs lost 0, duplicated 0, unexpected 2 of 1000 acknowledged"}}
+	out := summary(rep)
+	assert.Contains(t, out, "lost 0 duplicated 0 unexpected 2", "a verdict the console does not explain")
+	assert.Contains(t, out, "499.00 µs per stored row")
+	assert.Contains(t, rep.Markdown(), "| arcstore: CPU µs per stored row | 499.00 |")
 }
