@@ -332,7 +332,7 @@ func (c *Committer) list() (tables, error) {
 		}
 		return ts, nil
 	}
-	ts, err := listLocal(c.cfg.DataDir)
+	ts, err := listLocal(c.fs, c.cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}

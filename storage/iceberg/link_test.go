@@ -65,3 +65,46 @@ func TestCatalogFolderIsDurable(t *testing.T) {
 	assert.DirExists(t, Dir(dir))
 	assert.True(t, fsys.synced[sys], "%s holds the new catalog folder, not fsynced", sys)
 }
+
+// swapFS lists one folder as empty once: a compaction's old folder read
+// as the swap empties it.
+type swapFS struct {
+	layout.OSFS
+	dir  string
+	done bool
+}
+
+func (f *swapFS) ReadDir(name string) ([]os.DirEntry, error) {
+	if name == f.dir && !f.done {
+		f.done = true
+		return nil, nil
+	}
+	return f.OSFS.ReadDir(name)
+}
+
+// TestSwapDuringTheListingKeepsThePartition lists a partition while a
+// compaction swaps it: the listing that read the old folder as it was
+// emptied must not take the hour's files out of the table (its rows were
+// missing from the current snapshot until the next pass).
+func TestSwapDuringTheListingKeepsThePartition(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := e.hour(2)
+	a, b := rows(h, 50, 0, "api"), rows(h, 30, 100, "web")
+	e.write("cpu", h, "1.parquet", a, false)
+	e.write("cpu", h, "2.parquet", b, false)
+	cm := e.committer(nil)
+	require.NoError(t, cm.Sync(ctx))
+	require.Equal(t, concat(a, b), scan(t, e.load("cpu")))
+
+	e.write("cpu", h, "3-compacted.parquet", concat(a, b), false)
+	e.remove("cpu", h, "1.parquet", "2.parquet")
+	cm.fs = &swapFS{dir: e.partitionDir("cpu", h)}
+	require.NoError(t, cm.Sync(ctx))
+	assert.Equal(t, concat(a, b), scan(t, e.load("cpu")), "the hour's rows stay in the table, once")
+
+	require.NoError(t, cm.Sync(ctx))
+	tbl := e.load("cpu")
+	assert.Equal(t, e.hiveFiles("cpu"), suffixes(livePaths(t, tbl)))
+	assert.Equal(t, concat(a, b), scan(t, tbl))
+}

@@ -52,9 +52,10 @@ type wanted struct {
 type partition struct {
 	rel   string // date=D/hour=H
 	files []wanted
-	// unstable: a file vanished between the listing and its link (a
-	// compaction swapped the folder): the table's files of this partition
-	// stay as they are until the next pass lists it again.
+	// unstable: the listing overlapped a compaction's swap of the folder,
+	// or a file vanished between the listing and its link: the table's
+	// files of this partition stay as they are until the next pass lists
+	// it again.
 	unstable bool
 }
 
@@ -112,11 +113,13 @@ func partitionOf(p string) string {
 
 // listLocal lists every Parquet file of the hive tree under dataDir, by
 // table and partition. Folders that vanish while it lists (retention) are
-// skipped: their files are not wanted any more.
-func listLocal(dataDir string) (tables, error) {
+// skipped: their files are not wanted any more. A partition whose listing
+// overlapped a compaction's swap is unstable: its table's files stay as
+// they are until a pass lists it whole.
+func listLocal(fsys layout.DirReader, dataDir string) (tables, error) {
 	out := tables{}
-	err := layout.Walk(layout.OSFS{}, dataDir, func(p layout.Partition) error {
-		entries, err := os.ReadDir(p.Dir)
+	err := layout.Walk(fsys, dataDir, func(p layout.Partition) error {
+		entries, settled, err := layout.ReadDirSettled(fsys, p.Dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -131,11 +134,15 @@ func listLocal(dataDir string) (tables, error) {
 			}
 			info, err := e.Info()
 			if err != nil {
-				continue // swapped away since the listing: so is the partition
+				settled = false // swapped away since the listing
+				break
 			}
 			files = append(files, wanted{partition: rel, name: e.Name(), local: filepath.Join(p.Dir, e.Name()), since: info.ModTime()})
 		}
-		if len(files) > 0 {
+		switch {
+		case !settled:
+			out.table(tableID{p.Database, p.Table}).partition(rel).unstable = true
+		case len(files) > 0:
 			out.table(tableID{p.Database, p.Table}).partition(rel).files = files
 		}
 		return nil

@@ -181,3 +181,22 @@ func EmptyTrash(fsys FS, trash string) error {
 	}
 	return nil
 }
+
+// ReadDirSettled lists dir and says whether the listing is of one folder:
+// it lists dir again and compares the names. A compaction replaces a
+// partition's folder by an exchange and then empties the old one, so a
+// listing that overlaps the swap may show part of the old files, or none,
+// and not the merged one; the second listing then differs (the merged
+// file's name is new).
+func ReadDirSettled(fsys DirReader, dir string) (entries []os.DirEntry, settled bool, err error) {
+	entries, err = fsys.ReadDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	again, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	same := slices.EqualFunc(entries, again, func(a, b os.DirEntry) bool { return a.Name() == b.Name() })
+	return entries, same, nil
+}

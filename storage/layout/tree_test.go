@@ -209,3 +209,29 @@ func walk(fsys layout.DirReader, data string) ([]layout.Partition, error) {
 	})
 	return got, err
 }
+
+// ReadDirSettled says whether two listings of a folder agree: one that
+// overlapped a compaction's swap does not.
+func TestReadDirSettled(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.parquet"), nil, 0o644))
+	entries, settled, err := layout.ReadDirSettled(layout.OSFS{}, dir)
+	require.NoError(t, err)
+	assert.True(t, settled)
+	require.Len(t, entries, 1)
+
+	calls := 0
+	swapping := &faultFS{readDir: func(name string) ([]os.DirEntry, error) {
+		calls++
+		if calls == 1 {
+			return nil, nil // the old folder, emptied as it was read
+		}
+		return os.ReadDir(name)
+	}}
+	_, settled, err = layout.ReadDirSettled(swapping, dir)
+	require.NoError(t, err)
+	assert.False(t, settled)
+
+	_, _, err = layout.ReadDirSettled(layout.OSFS{}, filepath.Join(dir, "gone"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -19,6 +19,10 @@ type localPartition struct {
 	rel   string // <db>/<table>/date=D/hour=H, slash-separated
 	end   time.Time
 	files []localFile // by name
+	// unsettled: the listing overlapped a change of the folder (a
+	// compaction's swap, a flush) and has no files; the next pass lists
+	// it again.
+	unsettled bool
 }
 
 type localFile struct {
@@ -46,14 +50,14 @@ func (p *localPartition) names() []string {
 // listPartitions lists every partition folder under dataDir, oldest hour
 // first. Folders that vanish while it lists (retention, a compaction's
 // swap leaves the path in place) are skipped.
-func listPartitions(dataDir string) ([]*localPartition, error) {
+func listPartitions(fsys layout.DirReader, dataDir string) ([]*localPartition, error) {
 	var out []*localPartition
-	err := layout.Walk(layout.OSFS{}, dataDir, func(p layout.Partition) error {
-		files, err := parquetFiles(p.Dir)
+	err := layout.Walk(fsys, dataDir, func(p layout.Partition) error {
+		files, settled, err := parquetFiles(fsys, p.Dir)
 		if err != nil {
 			return err
 		}
-		out = append(out, &localPartition{rel: p.Rel, end: p.End, files: files})
+		out = append(out, &localPartition{rel: p.Rel, end: p.End, files: files, unsettled: !settled})
 		return nil
 	})
 	if err != nil {
@@ -63,26 +67,36 @@ func listPartitions(dataDir string) ([]*localPartition, error) {
 	return out, nil
 }
 
-func parquetFiles(dir string) ([]localFile, error) {
-	entries, err := os.ReadDir(dir)
+// parquetFiles lists a partition's files, none if the listing was not of
+// one folder (layout.ReadDirSettled): a listing of part of the files
+// would take the others' objects for replaced.
+func parquetFiles(fsys layout.DirReader, dir string) ([]localFile, bool, error) {
+	entries, settled, err := layout.ReadDirSettled(fsys, dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, true, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list partition: %w", err)
+		return nil, false, fmt.Errorf("list partition: %w", err)
 	}
 	var out []localFile
 	for _, e := range entries {
+		if !settled {
+			break
+		}
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".parquet") {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil {
-			continue // swapped away since the listing
+			settled = false // swapped away since the listing
+			break
 		}
 		out = append(out, localFile{name: e.Name(), size: info.Size()})
 	}
-	return out, nil
+	if !settled {
+		return nil, false, nil
+	}
+	return out, true, nil
 }
 
 // compacted says whether a partition holds one file per schema, so that

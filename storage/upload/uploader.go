@@ -105,6 +105,7 @@ type Uploader struct {
 
 	now  func() time.Time
 	hook func(step string) error // tests crash the uploader here
+	fs   layout.DirReader        // lists the partition tree
 }
 
 type retry struct {
@@ -143,7 +144,7 @@ func New(cfg Config) (*Uploader, error) {
 	}
 	return &Uploader{
 		cfg: cfg, log: cfg.Logger.With("bucket", cfg.BucketName), metrics: newMetrics(),
-		backoff: map[string]retry{}, wake: make(chan struct{}, 1), now: time.Now,
+		backoff: map[string]retry{}, wake: make(chan struct{}, 1), now: time.Now, fs: layout.OSFS{},
 	}, nil
 }
 
@@ -373,7 +374,7 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 	if err := u.abortPending(ctx); err != nil {
 		return 0, err
 	}
-	parts, err := listPartitions(u.store.DataDir())
+	parts, err := listPartitions(u.fs, u.store.DataDir())
 	if err != nil {
 		return 0, err
 	}
@@ -408,7 +409,7 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 			break // sorted by hour: the rest are open too
 		}
 		if len(p.files) == 0 {
-			continue // nothing to upload, and no file said which objects to keep
+			continue // nothing to upload, and no file said which objects to keep (or the listing was unsettled)
 		}
 		if r, ok := u.backoff[p.rel]; ok && now.Before(r.until) {
 			continue
@@ -436,7 +437,7 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 		u.log.Error("the bucket refused an object; the partition stays local and is retried", "partition", p.rel, "retry_in", r.until.Sub(now), "error", err)
 		refused = errors.Join(refused, err)
 	}
-	if parts, err = listPartitions(u.store.DataDir()); err == nil {
+	if parts, err = listPartitions(u.fs, u.store.DataDir()); err == nil {
 		u.measureBacklog(parts, cutoff)
 	}
 	return u.cfg.Interval, refused
@@ -490,6 +491,9 @@ func (u *Uploader) settleDrops(local map[string]*localPartition) error {
 		case m.Drop != "":
 			dropped = slices.Contains(tombs, m.Drop)
 		case m.Dropping:
+			if p := local[rel]; p != nil && p.unsettled {
+				continue // told by its files: on a pass that lists them
+			}
 			dropped = droppedBefore(m, local[rel])
 		default:
 			continue

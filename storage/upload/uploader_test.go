@@ -802,3 +802,61 @@ func TestEmptyListingKeepsTheRecord(t *testing.T) {
 	assert.Contains(t, objs[0], "-compacted-")
 	assert.ElementsMatch(t, []row{{1, "a"}, {2, "late"}}, readRows(t, srv.Get(objs[0])))
 }
+
+// partialFS lists one folder once with only the files keep names: a
+// compaction's old folder read as the swap empties it, the files it did
+// not merge found again (as links) in the new one.
+type partialFS struct {
+	storage.OSFS
+	dir  string
+	keep map[string]bool
+	done bool
+}
+
+func (f *partialFS) ReadDir(name string) ([]os.DirEntry, error) {
+	entries, err := f.OSFS.ReadDir(name)
+	if err != nil || name != f.dir || f.done {
+		return entries, err
+	}
+	f.done = true
+	return slices.DeleteFunc(entries, func(e os.DirEntry) bool { return !f.keep[e.Name()] }), nil
+}
+
+// TestPartialListingDeletesNoObject lists an uploaded partition while a
+// compaction swaps it: the listing saw the file the merge left alone, not
+// the merged one nor its inputs. The inputs' objects must stay until the
+// merged file is uploaded (deleting them at once left the bucket without
+// their rows until the next pass).
+func TestPartialListingDeletesNoObject(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	p := e.partition(2)
+	e.write(p, "1.parquet", parquetFile(t, row{1, "a"}))
+	var other bytes.Buffer
+	require.NoError(t, parquet.Write(&other, []idRow{{ID: 9}})) // another shape: never merged with the others
+	e.write(p, "9.parquet", other.Bytes())
+	u := e.uploader(nil)
+	e.open(u)
+	drain(t, u)
+	require.Equal(t, []string{e.key(p, "1.parquet"), e.key(p, "9.parquet")}, e.objects())
+
+	e.write(p, "2.parquet", parquetFile(t, row{2, "late"}))
+	_, err := e.store.Compact(context.Background(), 0)
+	require.NoError(t, err)
+	u.fs = &partialFS{dir: filepath.Join(e.dir, filepath.FromSlash(p)), keep: map[string]bool{"9.parquet": true}}
+	_, err = u.pass(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, e.objects(), e.key(p, "1.parquet"), "the merged file's input stays in the bucket until the merged file is there")
+
+	drain(t, u)
+	objs := e.objects()
+	require.Len(t, objs, 2)
+	assert.Contains(t, objs, e.key(p, "9.parquet"))
+	var merged []row
+	for _, k := range objs {
+		if strings.Contains(k, "-compacted-") {
+			merged = readRows(t, srv.Get(k))
+		}
+	}
+	assert.ElementsMatch(t, []row{{1, "a"}, {2, "late"}}, merged)
+}
