@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -142,4 +143,49 @@ func withoutNulls(t *testing.T, tbl *storage.Table, rec arrow.RecordBatch) arrow
 	}
 	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), head.Columns(), head.NumRows())
 	return out
+}
+
+// TestMeasurementVariantsDoNotHoldMemory writes many schema variants of
+// one measurement (line protocol's field sets vary from request to
+// request): once their inserts are done, the sink must not keep a block,
+// and its column buffers, for each variant it has seen; the store's
+// cache of measurement tables is bounded for the same reason.
+func TestMeasurementVariantsDoNotHoldMemory(t *testing.T) {
+	srv := chtest.Start(t)
+	s := newSink(t, srv)
+	ctx := context.Background()
+	const variants, rows = 40, 256
+	value := strings.Repeat("x", 2048) // 512 KiB of strings a variant
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	write := func(i int) {
+		fields := []arrow.Field{
+			{Name: "time", Type: schema.TimestampType},
+			{Name: fmt.Sprintf("f%d", i), Type: arrow.BinaryTypes.String, Nullable: true},
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+		defer b.Release()
+		at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC).UnixMicro()
+		for r := range rows {
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(at + int64(r)))
+			b.Field(1).(*array.StringBuilder).Append(value)
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		tbl, err := storage.MeasurementTable("sparse", rec.Schema())
+		require.NoError(t, err)
+		require.NoError(t, s.Write(ctx, storage.SinkWrite{Token: fmt.Sprintf("sparse-%d", i), Database: "arc", Table: tbl, Records: []arrow.RecordBatch{rec}, Rows: rows}))
+	}
+	write(0) // the connection and the first table's state
+	before := heap()
+	for i := 1; i <= variants; i++ {
+		write(i)
+	}
+	grown := int64(heap()) - int64(before)
+	assert.Less(t, grown, int64(8<<20), "heap after %d variants of 512 KiB each", variants)
+	assert.Equal(t, fmt.Sprint(rows*(variants+1)), srv.MustQuery("SELECT count() FROM arc.sparse"), "every variant's rows went in")
 }

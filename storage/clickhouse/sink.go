@@ -138,6 +138,11 @@ func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
 	return nil
 }
 
+// blockFor returns the block of a table's inserts. The OTLP tables' blocks
+// are kept, their buffers reused from insert to insert; a measurement's
+// is made for the insert and dropped with it: its schema variants have no
+// bound (line protocol's field sets vary by request), and a block kept for
+// each would hold the buffers of its largest insert for good.
 func (s *Sink) blockFor(t *storage.Table) (*block, error) {
 	if b, ok := s.blocks[t]; ok {
 		return b, nil
@@ -146,7 +151,9 @@ func (s *Sink) blockFor(t *storage.Table) (*block, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.blocks[t] = b
+	if storage.IsOTLPTable(t.Name) {
+		s.blocks[t] = b
+	}
 	return b, nil
 }
 
@@ -208,6 +215,11 @@ func permanent(code proto.Error) bool {
 	return false
 }
 
+// maxReadyTables bounds the tables and schema variants the sink remembers
+// as created: past it, it forgets them all and checks each again on its
+// next insert.
+const maxReadyTables = 4096
+
 // ensureTable creates the database and table on first use, and gives a
 // measurement table the columns of each new schema variant.
 func (s *Sink) ensureTable(ctx context.Context, c *ch.Client, database string, t *storage.Table) error {
@@ -238,6 +250,9 @@ func (s *Sink) ensureTable(ctx context.Context, c *ch.Client, database string, t
 	}
 	if err := s.checkDedupWindow(ctx, c, database, t); err != nil {
 		return err
+	}
+	if len(s.ready) >= maxReadyTables {
+		clear(s.ready) // a measurement's variants have no bound; the DDL is idempotent
 	}
 	s.ready[key] = true
 	s.log.Info("clickhouse table ready", "database", database, "table", t.Name)
