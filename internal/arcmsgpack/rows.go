@@ -24,6 +24,15 @@ type Rows struct {
 	curCols int
 	curNew  bool
 	newTags []string
+	renamed []renamedField
+}
+
+// renamedField is a field column of earlier rows that a tag of the
+// current row renamed: its index, the name the client sent and the name
+// it was stored under.
+type renamedField struct {
+	i            int
+	sent, stored string
 }
 
 type rowTable struct {
@@ -67,7 +76,7 @@ func (r *Rows) Begin(name string, ts int64) error {
 	if t.m.Time, err = push(r.budget, t.m.Time, ts, 0); err != nil {
 		return err
 	}
-	r.cur, r.curCols, r.newTags = t, len(t.m.Columns), r.newTags[:0]
+	r.cur, r.curCols, r.newTags, r.renamed = t, len(t.m.Columns), r.newTags[:0], r.renamed[:0]
 	return nil
 }
 
@@ -88,6 +97,14 @@ func (r *Rows) Discard() {
 		if i >= r.curCols {
 			delete(t.cols, sent)
 		}
+	}
+	for j := len(r.renamed) - 1; j >= 0; j-- {
+		rf := r.renamed[j]
+		col := &t.m.Columns[rf.i]
+		t.names.Forget(col.Name)
+		col.Name, _ = t.names.Store(rf.stored) // free again: it was taken before the row
+		delete(t.cols, rf.sent+TagFieldSuffix)
+		t.cols[rf.sent] = rf.i
 	}
 	t.m.Columns = t.m.Columns[:r.curCols]
 	for i := range t.m.Columns {
@@ -149,8 +166,18 @@ func (r *Rows) column(name string) (*Column, error) {
 	return col, nil
 }
 
-// Tag sets a tag of the current row.
+// Tag sets a tag of the current row. A field of earlier rows named like
+// it is renamed "<key>_value", the name it would have had after the tag:
+// tags and fields are apart in InfluxDB, and a line's tag must not be
+// refused, or its value go into the field's column, for the order of the
+// lines.
 func (r *Rows) Tag(key, value string) error {
+	t := r.cur
+	if i, ok := t.cols[key]; ok && i < r.curCols && !t.tags[key] {
+		if err := r.renameField(key, i); err != nil {
+			return err
+		}
+	}
 	col, err := r.column(key)
 	if err != nil {
 		return err
@@ -160,6 +187,29 @@ func (r *Rows) Tag(key, value string) error {
 		r.newTags = append(r.newTags, key)
 	}
 	return col.AppendString(value)
+}
+
+// renameField stores the field column i, which the client calls key,
+// under "<key>_value" (Discard undoes it).
+func (r *Rows) renameField(key string, i int) error {
+	t := r.cur
+	to := key + TagFieldSuffix
+	if _, taken := t.cols[to]; taken {
+		return inputErr("measurement %q: tag %q is named like a field of an earlier row, and %q, where such a field goes, is a field too", t.m.Name, key, to)
+	}
+	col := &t.m.Columns[i]
+	old := col.Name
+	t.names.Forget(old)
+	stored, err := t.names.Store(to)
+	if err != nil {
+		col.Name, _ = t.names.Store(old)
+		return inputErr("measurement %q: %v", t.m.Name, err)
+	}
+	r.renamed = append(r.renamed, renamedField{i: i, sent: key, stored: old})
+	col.Name = stored
+	delete(t.cols, key)
+	t.cols[to] = i
+	return nil
 }
 
 // Field returns the column a field of the current row goes to, for the

@@ -114,6 +114,33 @@ func TestMeasurementsAndTagFieldClash(t *testing.T) {
 	assert.Equal(t, "mem", ms[1].Name)
 }
 
+// TestTagAfterFieldOfTheSameName: a tag named like a field of an earlier
+// line is kept, and the field becomes <name>_value, as when the tag comes
+// first; the line was dropped (a string among integers), or its value went
+// into the field's column when that held strings.
+func TestTagAfterFieldOfTheSameName(t *testing.T) {
+	ms := decode(t, "cpu host=1i,v=1\ncpu,host=a v=2\ncpu host=3i\nmem s=\"x\"\nmem,s=t v=1\n", 1)
+	require.Len(t, ms, 2)
+	cols := func(m arcmsgpack.Measurement) map[string]string {
+		rec := m.Record(memory.NewGoAllocator())
+		defer rec.Release()
+		out := map[string]string{}
+		for i, f := range rec.Schema().Fields()[1:] {
+			out[f.Name] = fmt.Sprint(rec.Column(i + 1))
+		}
+		return out
+	}
+	assert.Equal(t, map[string]string{"host_value": "[1 (null) 3]", "host": `[(null) "a" (null)]`, "v": "[1 2 (null)]"}, cols(ms[0]))
+	assert.Equal(t, map[string]string{"s_value": `["x" (null)]`, "s": `[(null) "t"]`, "v": "[(null) 1]"}, cols(ms[1]))
+
+	// A line dropped after its tag renamed the field gives the name back.
+	res, err := Decode([]byte("cpu host=1i\ncpu,host=a w=1,w=2\ncpu host=2i\n"), 1, now, arcmsgpack.NewBudget(0), storage.Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Dropped)
+	require.Len(t, res.Measurements, 1)
+	assert.Equal(t, map[string]string{"host": "[1 2]"}, cols(res.Measurements[0]))
+}
+
 // TestTakenNames: tags and fields named, in any case, like the timestamp
 // or a partition key, or like another column but for case, are kept under
 // <name>_value, as the MessagePack formats keep them (issue 31 item 6).
@@ -153,7 +180,6 @@ func TestDropsBadLines(t *testing.T) {
 		{"tag value not UTF-8", "cpu v=1\ncpu,host=\xff v=1\n", 2, "invalid utf-8"},
 		{"string not UTF-8", "cpu v=1\ncpu s=\"\xff\"\n", 2, "invalid utf-8"},
 		{"tag key too long", "cpu v=1\ncpu," + strings.Repeat("k", 256) + "=x v=1\n", 2, "longer than 255 bytes"},
-		{"a field's column is a tag's", "cpu v=1i\ncpu,v=x w=1\n", 2, `a string among int values`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +228,7 @@ func TestDroppedLinesLeaveNoTrace(t *testing.T) {
 		"cpu,host=z,zone=new usage=9.5,n=3i,extra=1,extra=2 1763800000000000009",     // a new tag and column, then a duplicate
 		"newm,t=1 a=1i,a=2i 1763800000000000009",                                     // a new measurement
 		"cpu,aaa=new," + strings.Repeat("k", 256) + "=x usage=1 1763800000000000009", // a name too long after a new tag
-		"cpu,host=q,n=x usage=1 1763800000000000009",                                 // a tag into an int column after a value
+		"cpu,host=q,n=x usage=1,usage=2 1763800000000000009",                         // a tag that renames a field, then a duplicate
 		"cpu,later=x fresh=1i,n=\"text\" 1763800000000000009",                        // a type conflict after a new field
 		"cpu usage=", // a syntax error
 	}
