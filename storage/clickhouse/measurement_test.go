@@ -189,3 +189,31 @@ func TestMeasurementVariantsDoNotHoldMemory(t *testing.T) {
 	assert.Less(t, grown, int64(8<<20), "heap after %d variants of 512 KiB each", variants)
 	assert.Equal(t, fmt.Sprint(rows*(variants+1)), srv.MustQuery("SELECT count() FROM arc.sparse"), "every variant's rows went in")
 }
+
+// TestBackfillSpanningManyDaysGoesIn writes one segment's rows of a
+// backfill, a year of daily points: the table is partitioned by day, and
+// ClickHouse refuses an insert touching more than 100 partitions unless
+// told otherwise. Retrying it cannot help, and the sink would hold the
+// WAL until the sidecar refused every write.
+func TestBackfillSpanningManyDaysGoesIn(t *testing.T) {
+	srv := chtest.Start(t)
+	s := newSink(t, srv)
+	const days = 366
+	fields := []arrow.Field{
+		{Name: "time", Type: schema.TimestampType},
+		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	start := time.Date(2025, 11, 1, 12, 0, 0, 0, time.UTC)
+	for d := range days {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(start.AddDate(0, 0, d).UnixMicro()))
+		b.Field(1).(*array.Float64Builder).Append(float64(d))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl, err := storage.MeasurementTable("backfill", rec.Schema())
+	require.NoError(t, err)
+	require.NoError(t, s.Write(context.Background(), storage.SinkWrite{Token: "backfill-1", Database: "arc", Table: tbl, Records: []arrow.RecordBatch{rec}, Rows: days}))
+	assert.Equal(t, fmt.Sprintf("%d\t%d\t%d", days, days, days*(days-1)/2), srv.MustQuery("SELECT count(), uniqExact(toDate(time)), sum(value) FROM arc.backfill FORMAT TSV"))
+}

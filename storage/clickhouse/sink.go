@@ -124,6 +124,10 @@ func (s *Sink) Write(ctx context.Context, w storage.SinkWrite) error {
 		// not a conversion: the server would turn values it cannot parse
 		// into NULL, a silent loss.
 		{Key: "input_format_native_allow_types_conversion", Value: "0"},
+		// The tables are partitioned by day, and a segment may hold a
+		// backfill of months: past the server's 100 partitions an insert
+		// is refused, at every retry, holding the WAL for good.
+		{Key: "max_partitions_per_insert_block", Value: "0"},
 	}
 	if s.cfg.Cluster != "" {
 		// Answer only once every shard has its rows, so the WAL is not
