@@ -219,21 +219,34 @@ type traceServer struct {
 	ids      map[string]int
 	failNext int
 	code     codes.Code
+	// failed are the ids of the requests failed; partial, when set, is
+	// how many spans the first request's answer says were rejected.
+	failed  map[string]bool
+	partial int
 }
 
 func (s *traceServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
 	if s.failNext > 0 {
 		s.failNext--
+		for i := range spans.Len() {
+			v, _ := spans.At(i).Attributes().Get(IDAttribute)
+			s.failed[v.Str()] = true
+		}
 		return ptraceotlp.NewExportResponse(), status.Error(s.code, "try again")
 	}
-	spans := req.Traces().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
 	for i := range spans.Len() {
 		v, _ := spans.At(i).Attributes().Get(IDAttribute)
 		s.ids[v.Str()]++
 	}
-	return ptraceotlp.NewExportResponse(), nil
+	resp := ptraceotlp.NewExportResponse()
+	if s.partial > 0 {
+		resp.PartialSuccess().SetRejectedSpans(int64(s.partial))
+		s.partial = 0
+	}
+	return resp, nil
 }
 
 func serve(t *testing.T, srv ptraceotlp.GRPCServer) string {
@@ -253,14 +266,16 @@ func TestOTLPDriverSendsUniqueItemsAndRetries(t *testing.T) {
 		code     codes.Code
 		failures int
 		rejected bool
+		partial  int
 	}{
 		{name: "all accepted"},
 		{name: "unavailable is retried", code: codes.Unavailable, failures: 3},
 		{name: "invalid argument is given up", code: codes.InvalidArgument, failures: 1, rejected: true},
+		{name: "a partial success", partial: 30},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := &traceServer{ids: map[string]int{}, failNext: tt.failures, code: tt.code}
+			srv := &traceServer{ids: map[string]int{}, failNext: tt.failures, code: tt.code, failed: map[string]bool{}, partial: tt.partial}
 			rec := NewRecorder()
 			d := NewOTLP(Plan{Signals: []Signal{Traces}, Rate: 20_000, Duration: 300 * time.Millisecond, Workers: 2, Batch: 100, Endpoint: serve(t, srv)}, rec)
 			require.NoError(t, d.Run(context.Background()))
@@ -269,21 +284,45 @@ func TestOTLPDriverSendsUniqueItemsAndRetries(t *testing.T) {
 			srv.mu.Lock()
 			defer srv.mu.Unlock()
 			require.NotZero(t, total.Acked[Traces])
-			assert.Equal(t, int64(len(srv.ids)), total.Acked[Traces], "every acknowledged span reached the server")
+			assert.Equal(t, int64(len(srv.ids)-tt.partial), total.Acked[Traces], "every acknowledged span reached the server")
 			for id, n := range srv.ids {
 				require.Equal(t, 1, n, "id %s sent once", id)
 			}
 			assert.Equal(t, int64(tt.failures), total.Errors)
-			if tt.rejected {
+			doubt, ok := d.InDoubt()
+			require.True(t, ok)
+			switch {
+			case tt.rejected:
 				assert.Equal(t, int64(100), total.Rejected)
-			} else {
+				require.Len(t, doubt, 1, "the request given up")
+				assert.Equal(t, IDSpan{Signal: Traces, Lo: doubt[0].Lo, Hi: doubt[0].Hi}, doubt[0], "none of it acknowledged")
+				assert.Len(t, srv.failed, 100)
+				for id := range srv.failed {
+					assert.True(t, id >= doubt[0].Lo && id <= doubt[0].Hi, "failed id %s in doubt", id)
+				}
+			case tt.partial > 0:
+				assert.Equal(t, int64(tt.partial), total.Rejected)
+				require.Len(t, doubt, 1, "the request partly refused")
+				assert.Equal(t, int64(100-tt.partial), doubt[0].Acked)
+				var in int
+				for id := range srv.ids {
+					if id >= doubt[0].Lo && id <= doubt[0].Hi {
+						in++
+					}
+				}
+				assert.Equal(t, 100, in, "the span is the whole request")
+			default:
 				assert.Zero(t, total.Rejected)
+				assert.Empty(t, doubt)
 			}
 			lo, hi := d.IDRange()
 			for id := range srv.ids {
 				assert.True(t, id >= lo && id <= hi, "id %s within [%s, %s]", id, lo, hi)
 			}
-			assert.Len(t, total.Latencies, int(total.Acked[Traces]/100))
+			for id := range srv.failed {
+				assert.True(t, id >= lo && id <= hi, "failed id %s within [%s, %s]", id, lo, hi)
+			}
+			assert.Len(t, total.Latencies, len(srv.ids)/100)
 		})
 	}
 }

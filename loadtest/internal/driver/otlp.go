@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,11 @@ type OTLP struct {
 	Recorder *Recorder
 	base     uint64
 	nextID   atomic.Uint64
+	// doubt are the requests not acknowledged in whole: their items may
+	// or may not be stored.
+	doubtMu  sync.Mutex
+	doubt    []IDSpan
+	overflow bool
 	// templates are the workers' requests, built by Prepare.
 	templates []*template
 }
@@ -89,6 +95,40 @@ func (d *OTLP) IDRange() (lo, hi string) {
 	lo = string(b[:])
 	putHex(b[:], d.nextID.Load()-1)
 	return lo, string(b[:])
+}
+
+// IDSpan is the ids of one request whose items were not all acknowledged
+// (refused for good, in whole or in part), as they appear in the id
+// attribute; Acked of them were acknowledged all the same.
+type IDSpan struct {
+	Signal Signal
+	Lo, Hi string
+	Acked  int64
+}
+
+// maxDoubt bounds the spans kept: a run refused that often has failed
+// anyway, and its loss check need not name each request.
+const maxDoubt = 4096
+
+// InDoubt is the requests not acknowledged in whole; ok is false when
+// there were more than it keeps.
+func (d *OTLP) InDoubt() (spans []IDSpan, ok bool) {
+	d.doubtMu.Lock()
+	defer d.doubtMu.Unlock()
+	return slices.Clone(d.doubt), !d.overflow
+}
+
+func (d *OTLP) addDoubt(s Signal, first uint64, items, acked int) {
+	var lo, hi [idWidth]byte
+	putHex(lo[:], first)
+	putHex(hi[:], first+uint64(items)-1)
+	d.doubtMu.Lock()
+	defer d.doubtMu.Unlock()
+	if len(d.doubt) == maxDoubt {
+		d.overflow = true
+		return
+	}
+	d.doubt = append(d.doubt, IDSpan{Signal: s, Lo: string(lo[:]), Hi: string(hi[:]), Acked: int64(acked)})
 }
 
 // Prepare marshals each worker's request, once; Run calls it, and the
@@ -149,14 +189,14 @@ func (d *OTLP) work(ctx context.Context, conn *grpc.ClientConn, t *template, pac
 		}
 		first := d.nextID.Add(uint64(t.items)) - uint64(t.items)
 		buf = t.fill(buf, first, time.Now().Add(d.Plan.TimeOffset))
-		d.send(conn, t, buf)
+		d.send(conn, t, buf, first)
 	}
 }
 
 // send delivers one request, retrying what the receiver says to retry, the
 // way an OTLP SDK does. Once started a request is finished even after the
 // run's time is up: abandoning it would leave its items in doubt.
-func (d *OTLP) send(conn *grpc.ClientConn, t *template, req []byte) {
+func (d *OTLP) send(conn *grpc.ClientConn, t *template, req []byte, first uint64) {
 	backoff := 10 * time.Millisecond
 	for {
 		var resp []byte
@@ -169,10 +209,14 @@ func (d *OTLP) send(conn *grpc.ClientConn, t *template, req []byte) {
 			if perr != nil {
 				rejected = t.items
 			}
+			if rejected > 0 {
+				d.addDoubt(t.signal, first, t.items, t.items-rejected)
+			}
 			d.Recorder.Success(t.signal, t.items, rejected, time.Since(start))
 			return
 		}
 		if !retryable(err) {
+			d.addDoubt(t.signal, first, t.items, 0)
 			d.Recorder.Failure(t.items)
 			return
 		}

@@ -20,32 +20,42 @@ type ClickHouse struct {
 // distinct values of identity among them, like Engine.Count. A table that
 // does not exist has 0 rows.
 func (c ClickHouse) Count(database, table string, identity Identity, where string) (found, distinct int64, err error) {
+	found, distinct, _, err = c.CountInDoubt(database, table, identity, where, "")
+	return found, distinct, err
+}
+
+// CountInDoubt is Count that also returns the distinct values of identity
+// among the rows that satisfy doubt, like Engine.CountInDoubt.
+func (c ClickHouse) CountInDoubt(database, table string, identity Identity, where, doubt string) (found, distinct, inDoubt int64, err error) {
 	exists, err := c.query(fmt.Sprintf("EXISTS TABLE %s.%s", quoteIdent(database), quoteIdent(table)))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if exists == "0" {
 		if identity == "" {
-			return 0, -1, nil
+			return 0, -1, 0, nil
 		}
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
-	distinctSQL := "-1"
+	distinctSQL, doubtSQL := "-1", "0"
 	if identity != "" {
 		distinctSQL = fmt.Sprintf("uniqExact(%s)", identity)
+		if doubt != "" {
+			doubtSQL = fmt.Sprintf("uniqExactIf(%s, %s)", identity, doubt)
+		}
 	}
-	q := fmt.Sprintf("SELECT count(), %s FROM %s.%s", distinctSQL, quoteIdent(database), quoteIdent(table))
+	q := fmt.Sprintf("SELECT count(), %s, %s FROM %s.%s", distinctSQL, doubtSQL, quoteIdent(database), quoteIdent(table))
 	if where != "" {
 		q += " WHERE " + where
 	}
 	out, err := c.query(q + " FORMAT TSV")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	if _, err := fmt.Sscanf(out, "%d\t%d", &found, &distinct); err != nil {
-		return 0, 0, fmt.Errorf("clickhouse answered %q: %w", out, err)
+	if _, err := fmt.Sscanf(out, "%d\t%d\t%d", &found, &distinct, &inDoubt); err != nil {
+		return 0, 0, 0, fmt.Errorf("clickhouse answered %q: %w", out, err)
 	}
-	return found, distinct, nil
+	return found, distinct, inDoubt, nil
 }
 
 // Parts returns the active parts of database.table, and of the tables

@@ -46,6 +46,15 @@ func (t Table) BytesPerRow() float64 {
 
 // Compute fills in Lost, Duplicated and Unexpected.
 func Compute(table string, expected, found, distinct int64) Table {
+	return ComputeInDoubt(table, expected, found, distinct, 0, 0)
+}
+
+// ComputeInDoubt is Compute for a run some of whose requests were not
+// acknowledged in whole: doubtAcked of expected were acknowledged in them,
+// and doubtDistinct of the distinct ids found are theirs. The ids outside
+// them were all acknowledged, so rows of a refused request that the
+// server kept cannot stand in for acknowledged rows it lost.
+func ComputeInDoubt(table string, expected, found, distinct, doubtAcked, doubtDistinct int64) Table {
 	t := Table{Table: table, Expected: expected, Found: found, Distinct: distinct}
 	if distinct < 0 {
 		t.Lost = max(0, expected-found)
@@ -53,8 +62,9 @@ func Compute(table string, expected, found, distinct int64) Table {
 		return t
 	}
 	t.Duplicated = found - distinct
-	t.Lost = max(0, expected-distinct)
-	t.Unexpected = max(0, distinct-expected)
+	sureExpected, sureDistinct := expected-doubtAcked, distinct-doubtDistinct
+	t.Lost = max(0, sureExpected-sureDistinct) + max(0, doubtAcked-doubtDistinct)
+	t.Unexpected = max(0, sureDistinct-sureExpected) + max(0, doubtDistinct-doubtAcked)
 	return t
 }
 
@@ -74,23 +84,33 @@ type Engine struct {
 // rows when empty) and the distinct values of identity among them (-1
 // without an identity). A table with no file has 0 rows.
 func (e Engine) Count(dataDir, database, table string, identity Identity, where string) (found, distinct int64, err error) {
+	found, distinct, _, err = e.CountInDoubt(dataDir, database, table, identity, where, "")
+	return found, distinct, err
+}
+
+// CountInDoubt is Count that also returns the distinct values of identity
+// among the rows that satisfy doubt (0 when doubt is empty).
+func (e Engine) CountInDoubt(dataDir, database, table string, identity Identity, where, doubt string) (found, distinct, inDoubt int64, err error) {
 	dir := filepath.Join(dataDir, database, table)
 	disk, err := Files(dataDir, database, table)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if disk.Files == 0 {
 		if identity == "" {
-			return 0, -1, nil
+			return 0, -1, 0, nil
 		}
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
-	distinctSQL := "-1"
+	distinctSQL, doubtSQL := "-1", "0"
 	if identity != "" {
 		distinctSQL = fmt.Sprintf("count(DISTINCT %s)", identity)
+		if doubt != "" {
+			doubtSQL = fmt.Sprintf("count(DISTINCT %s) FILTER (WHERE %s)", identity, doubt)
+		}
 	}
-	q := fmt.Sprintf("SELECT count(*) AS found, %s AS distinct_ids FROM read_parquet('%s/**/*.parquet', hive_partitioning=true)",
-		distinctSQL, strings.ReplaceAll(dir, "'", "''"))
+	q := fmt.Sprintf("SELECT count(*) AS found, %s AS distinct_ids, %s AS in_doubt FROM read_parquet('%s/**/*.parquet', hive_partitioning=true)",
+		distinctSQL, doubtSQL, strings.ReplaceAll(dir, "'", "''"))
 	if where != "" {
 		q += " WHERE " + where
 	}
@@ -99,16 +119,17 @@ func (e Engine) Count(dataDir, database, table string, identity Identity, where 
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, 0, fmt.Errorf("duckdb: %w: %s", err, stderr.String())
+		return 0, 0, 0, fmt.Errorf("duckdb: %w: %s", err, stderr.String())
 	}
 	var rows []struct {
 		Found    int64 `json:"found"`
 		Distinct int64 `json:"distinct_ids"`
+		InDoubt  int64 `json:"in_doubt"`
 	}
 	if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 1 {
-		return 0, 0, fmt.Errorf("duckdb answered %q: %v", out, err)
+		return 0, 0, 0, fmt.Errorf("duckdb answered %q: %v", out, err)
 	}
-	return rows[0].Found, rows[0].Distinct, nil
+	return rows[0].Found, rows[0].Distinct, rows[0].InDoubt, nil
 }
 
 // Disk is what Parquet files take on disk.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,6 +65,11 @@ func TestCountWithDuckDB(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), found)
 	assert.Equal(t, int64(2), distinct)
+
+	found, distinct, inDoubt, err := e.CountInDoubt(dir, "default", "logs", "attributes['loadtest.id']", "attributes['loadtest.id'] <= '0000000000000003'",
+		"(attributes['loadtest.id'] BETWEEN '0000000000000000' AND '0000000000000001' OR attributes['loadtest.id'] = '0000000000000003')")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{8, 4, 3}, []int64{found, distinct, inDoubt}, "ids 0 to 3 twice, three of them in doubt")
 
 	found, distinct, err = e.Count(dir, "default", "logs", "", "")
 	require.NoError(t, err)
@@ -147,6 +153,11 @@ func TestCountWithClickHouse(t *testing.T) {
 	assert.Equal(t, int64(4), found)
 	assert.Equal(t, int64(2), distinct)
 
+	found, distinct, inDoubt, err := c.CountInDoubt("default", "logs", "attributes['loadtest.id']", "attributes['loadtest.id'] <= '0000000000000003'",
+		"(attributes['loadtest.id'] BETWEEN '0000000000000000' AND '0000000000000001' OR attributes['loadtest.id'] = '0000000000000003')")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{8, 4, 3}, []int64{found, distinct, inDoubt}, "ids 0 to 3 twice, three of them in doubt")
+
 	found, distinct, err = c.Count("default", "logs", "", "")
 	require.NoError(t, err)
 	assert.Equal(t, int64(10), found)
@@ -219,6 +230,10 @@ func TestVerdictsOnDamagedTrees(t *testing.T) {
 		lost, duplicated, unexpected int64
 		ok                           bool
 		err                          string
+		// doubt are requests refused in whole or in part (first and last
+		// id), doubtAcked how many of their items were acknowledged.
+		doubt      [][2]int
+		doubtAcked int64
 	}{
 		{name: "every row once", acked: acked, files: []file{{name: "a.parquet", ids: ids(lo, hi)}}, ok: true},
 		{name: "every row once over two files", acked: acked,
@@ -237,6 +252,18 @@ func TestVerdictsOnDamagedTrees(t *testing.T) {
 			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "b.parquet", raw: []byte{}}}, err: "duckdb"},
 		{name: "a damaged file is an error", acked: acked,
 			files: []file{{name: "a.parquet", ids: ids(lo, hi)}, {name: "b.parquet", raw: []byte("PAR1 not a parquet file PAR1")}}, err: "duckdb"},
+		{name: "a refused request's rows kept are not taken for acknowledged ones lost", acked: acked - 2,
+			doubt: [][2]int{{hi - 1, hi}}, files: []file{{name: "a.parquet", ids: append(ids(lo, hi-3), hi-1)}}, lost: 1, unexpected: 1},
+		{name: "a refused request's rows kept, none lost", acked: acked - 2,
+			doubt: [][2]int{{hi - 1, hi}}, files: []file{{name: "a.parquet", ids: ids(lo, hi)}}, unexpected: 2},
+		{name: "a refused request's rows not kept", acked: acked - 2,
+			doubt: [][2]int{{hi - 1, hi}}, files: []file{{name: "a.parquet", ids: ids(lo, hi-2)}}, ok: true},
+		{name: "a partly refused request kept whole, an acknowledged row lost", acked: acked - 2, doubtAcked: 2,
+			doubt: [][2]int{{hi - 3, hi}}, files: []file{{name: "a.parquet", ids: ids(lo+1, hi)}}, lost: 1, unexpected: 2},
+		{name: "a partly refused request kept its acknowledged rows", acked: acked - 2, doubtAcked: 2,
+			doubt: [][2]int{{hi - 3, hi}}, files: []file{{name: "a.parquet", ids: ids(lo, hi-2)}}, ok: true},
+		{name: "two refused requests", acked: acked - 4,
+			doubt: [][2]int{{lo, lo + 1}, {hi - 1, hi}}, files: []file{{name: "a.parquet", ids: ids(lo, hi)}}, unexpected: 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,13 +287,21 @@ func TestVerdictsOnDamagedTrees(t *testing.T) {
 				out, err := exec.Command(bin, "-c", q).CombinedOutput()
 				require.NoError(t, err, string(out))
 			}
-			found, distinct, err := Engine{DuckDB: bin}.Count(dir, "default", "logs", identity, where)
+			var conds []string
+			for _, d := range tt.doubt {
+				conds = append(conds, fmt.Sprintf("%s BETWEEN '%016x' AND '%016x'", identity, d[0], d[1]))
+			}
+			doubt := strings.Join(conds, " OR ")
+			if doubt != "" {
+				doubt = "(" + doubt + ")"
+			}
+			found, distinct, inDoubt, err := Engine{DuckDB: bin}.CountInDoubt(dir, "default", "logs", identity, where, doubt)
 			if tt.err != "" {
 				assert.ErrorContains(t, err, tt.err)
 				return
 			}
 			require.NoError(t, err)
-			got := Compute("logs", tt.acked, found, distinct)
+			got := ComputeInDoubt("logs", tt.acked, found, distinct, tt.doubtAcked, inDoubt)
 			assert.Equal(t, tt.lost, got.Lost, "lost")
 			assert.Equal(t, tt.duplicated, got.Duplicated, "duplicated")
 			assert.Equal(t, tt.unexpected, got.Unexpected, "unexpected")

@@ -472,6 +472,31 @@ func (r *Runner) identity(l *load, s driver.Signal) (loss.Identity, string) {
 	return "", ""
 }
 
+// inDoubt is the SQL condition naming, in column col, the ids of the
+// requests the driver had not acknowledged in whole, and how many of their
+// items were acknowledged per table; "" and nil without such requests, or
+// with more than the driver keeps (then said in the progress).
+func (r *Runner) inDoubt(l *load, col string) (string, map[string]int64) {
+	if l.otlp == nil {
+		return "", nil
+	}
+	spans, ok := l.otlp.InDoubt()
+	if !ok {
+		r.progress("too many refused requests to name in the loss check: rows they left may stand in for lost ones")
+		return "", nil
+	}
+	if len(spans) == 0 {
+		return "", nil
+	}
+	acked := map[string]int64{}
+	conds := make([]string, len(spans))
+	for i, sp := range spans {
+		acked[sp.Signal.Table()] += sp.Acked
+		conds[i] = fmt.Sprintf("%s BETWEEN '%s' AND '%s'", col, sp.Lo, sp.Hi)
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", acked
+}
+
 func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 	if tgt.export == stack.ExportContribClickHouse {
 		return r.checkContribLoss(l, ph)
@@ -494,12 +519,13 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 	engine := loss.Engine{DuckDB: r.DuckDB}
 	for _, s := range r.Signals() {
 		id, where := r.identity(l, s)
+		doubt, doubtAcked := r.inDoubt(l, string(id))
 		if r.parquetOn() {
-			found, distinct, err := engine.Count(tgt.dataDir, db, s.Table(), id, where)
+			found, distinct, inDoubt, err := engine.CountInDoubt(tgt.dataDir, db, s.Table(), id, where, doubt)
 			if err != nil {
 				return fmt.Errorf("count %s: %w", s.Table(), err)
 			}
-			t := loss.Compute(s.Table(), ph.Acked[s.Table()], found, distinct)
+			t := loss.ComputeInDoubt(s.Table(), ph.Acked[s.Table()], found, distinct, doubtAcked[s.Table()], inDoubt)
 			disk, err := loss.Files(tgt.dataDir, db, s.Table())
 			if err != nil {
 				return err
@@ -508,11 +534,11 @@ func (r *Runner) checkLoss(tgt *target, l *load, ph *report.Phase) error {
 			ph.Loss = append(ph.Loss, t)
 		}
 		if r.ClickHouseHTTP != "" {
-			found, distinct, err := loss.ClickHouse{URL: r.ClickHouseHTTP}.Count(db, s.Table(), id, where)
+			found, distinct, inDoubt, err := loss.ClickHouse{URL: r.ClickHouseHTTP}.CountInDoubt(db, s.Table(), id, where, doubt)
 			if err != nil {
 				return fmt.Errorf("count %s in clickhouse: %w", s.Table(), err)
 			}
-			ph.Loss = append(ph.Loss, loss.Compute(clickhousePrefix+s.Table(), ph.Acked[s.Table()], found, distinct))
+			ph.Loss = append(ph.Loss, loss.ComputeInDoubt(clickhousePrefix+s.Table(), ph.Acked[s.Table()], found, distinct, doubtAcked[s.Table()], inDoubt))
 		}
 	}
 	return nil
@@ -530,11 +556,12 @@ func (r *Runner) checkContribLoss(l *load, ph *report.Phase) error {
 		ct := stack.ContribTables[s.Table()]
 		lo, hi := l.otlp.IDRange()
 		col := fmt.Sprintf("%s['%s']", ct.Attributes, driver.IDAttribute)
-		found, distinct, err := ch.Count(r.database(), ct.Table, loss.Identity(col), fmt.Sprintf("%s BETWEEN '%s' AND '%s'", col, lo, hi))
+		doubt, doubtAcked := r.inDoubt(l, col)
+		found, distinct, inDoubt, err := ch.CountInDoubt(r.database(), ct.Table, loss.Identity(col), fmt.Sprintf("%s BETWEEN '%s' AND '%s'", col, lo, hi), doubt)
 		if err != nil {
 			return fmt.Errorf("count %s in clickhouse: %w", ct.Table, err)
 		}
-		t := loss.Compute(clickhousePrefix+ct.Table, ph.Acked[s.Table()], found, distinct)
+		t := loss.ComputeInDoubt(clickhousePrefix+ct.Table, ph.Acked[s.Table()], found, distinct, doubtAcked[s.Table()], inDoubt)
 		if t.Files, t.Bytes, err = ch.Parts(r.database(), ct.Table); err != nil {
 			return err
 		}
