@@ -3,6 +3,7 @@ package receiver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -90,7 +91,7 @@ func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	case DialectInfluxV2:
 		body = map[string]string{"code": influxCode(he.status), "message": he.msg}
 	case DialectInfluxV1:
-		w.Header().Set("X-Influxdb-Error", he.msg)
+		w.Header().Set("X-Influxdb-Error", headerText(he.msg))
 		body = map[string]string{"error": he.msg}
 	default:
 		body = map[string]string{"error": he.msg}
@@ -98,6 +99,27 @@ func (h *LineProtocolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	w.WriteHeader(he.status)
 	_ = json.NewEncoder(w).Encode(body)
 }
+
+// headerText escapes the bytes a header value may not hold (control
+// characters but tab, which a dropped line's quoted text can carry): Go's
+// HTTP client refuses the whole answer over one, and its caller then sees
+// a broken connection and sends the batch again.
+func headerText(s string) string {
+	if !strings.ContainsFunc(s, isHeaderControl) {
+		return s
+	}
+	var b strings.Builder
+	for i := range len(s) {
+		if c := s[i]; isHeaderControl(rune(c)) {
+			fmt.Fprintf(&b, `\x%02x`, c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHeaderControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 
 // influxCode is InfluxDB 2.x's error code for a status.
 func influxCode(status int) string {

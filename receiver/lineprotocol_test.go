@@ -219,6 +219,29 @@ func TestLineProtocolPartialWrites(t *testing.T) {
 	assert.Equal(t, want, f.rows(t), "the good lines of each request, the first v=1i of cpu among them")
 }
 
+// TestErrorHeaderIsReadable: a dropped line quoted with its control
+// characters in X-Influxdb-Error made the answer one Go's HTTP client
+// (Telegraf, InfluxDB's Go clients) refuses ("malformed MIME header
+// line"): the client saw a broken connection and sent the batch again,
+// whose good lines were stored again at every retry. The header escapes
+// them; the JSON body has them as sent.
+func TestErrorHeaderIsReadable(t *testing.T) {
+	f := newWriteFixture(t, nil, 0, 0, 0)
+	ns := lpNow.UnixNano()
+	for i, bad := range []string{"cpu\x01 v=1", "cpu,host=\x7f v=1", "cpu\x1b[31m v=1"} {
+		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) {
+			body := fmt.Sprintf("cpu v=1 %d\n%s\n", ns, bad)
+			a := f.send(t, PathWriteInfluxV1+"?db="+fmt.Sprint("h", i), []byte(body), nil)
+			assert.Equal(t, http.StatusBadRequest, a.status)
+			assert.Contains(t, a.body["error"], "partial write: line 2: unable to parse '"+bad+"'")
+			h := a.header.Get("X-Influxdb-Error")
+			assert.True(t, strings.HasPrefix(h, "partial write: line 2: unable to parse 'cpu"), h)
+			assert.NotContains(t, h, bad)
+		})
+	}
+	assert.Equal(t, map[string]int64{"h0/cpu": 1, "h1/cpu": 1, "h2/cpu": 1}, f.rows(t), "each good line once")
+}
+
 // TestLineProtocolTimeOutOfRangeDropsTheLine: a line whose time the
 // tables refuse (before 1970, over a year ahead: a unit mix-up) is
 // dropped as a partial write naming its line; the request's other lines
