@@ -156,7 +156,7 @@ func summary(rep *report.Report) string {
 		if n, _ := ph.Stored(); n > 0 {
 			for _, name := range slices.Sorted(maps.Keys(ph.Procs)) {
 				u := ph.Procs[name]
-				fmt.Fprintf(&b, "  %-18s %6.1f CPU s  %7.2f µs per stored row  peak RSS %d MiB\n", name, u.CPUSeconds, 1e6*u.CPUSeconds/float64(n), u.PeakRSSBytes>>20)
+				fmt.Fprintf(&b, "  %-18s %6.1f CPU s  %7.2f µs per stored row  peak RSS %.0f MiB\n", name, u.CPUSeconds, 1e6*u.CPUSeconds/float64(n), float64(u.PeakRSSBytes)/(1<<20))
 			}
 		}
 	}

@@ -85,11 +85,13 @@ func TestParseFlagsRejects(t *testing.T) {
 func TestSummaryAgreesWithTheReport(t *testing.T) {
 	ph := &report.Phase{Name: "arc", Export: "arc", Rate: 1000, Acked: map[string]int64{"logs": 1000},
 		Loss:  []loss.Table{loss.Compute("logs", 1000, 1002, 1002)},
-		Procs: map[string]stack.Usage{"arcstore": {CPUSeconds: 0.5, PeakRSSBytes: 64 << 20}}}
+		Procs: map[string]stack.Usage{"arcstore": {CPUSeconds: 0.5, PeakRSSBytes: 297_521_152}}}
 	ph.Loss[0].Files, ph.Loss[0].Bytes = 1, 50_100
 	rep := &report.Report{Arc: ph, Failures: []string{"arc: table logs lost 0, duplicated 0, unexpected 2 of 1000 acknowledged"}}
 	out := summary(rep)
 	assert.Contains(t, out, "lost 0 duplicated 0 unexpected 2", "a verdict the console does not explain")
 	assert.Contains(t, out, "499.00 µs per stored row")
 	assert.Contains(t, rep.Markdown(), "| arcstore: CPU µs per stored row | 499.00 |")
+	assert.Contains(t, out, "peak RSS 284 MiB", "283.7 MiB, rounded as the report rounds it")
+	assert.Contains(t, rep.Markdown(), "| arcstore: CPU s / peak RSS | 0.5 s / 284 MiB |")
 }
