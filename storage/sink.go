@@ -513,8 +513,13 @@ func (k *sinkSet) segment(ctx context.Context, r *sinkRunner, seq uint64) error 
 	if err != nil {
 		return err
 	}
+	// Groups of one table and variant (an OTLP table's streams of this
+	// build and of an earlier one, whose schema frames differ) number
+	// their chunks on from each other: the same token for two groups
+	// would have the destination keep only the first.
+	chunks := map[string]int{}
 	for _, g := range groups {
-		if err := k.writeGroup(ctx, r, seq, g); err != nil {
+		if err := k.writeGroup(ctx, r, seq, g, chunks); err != nil {
 			return err
 		}
 	}
@@ -554,15 +559,16 @@ func schemaKey(ipc []byte) []byte {
 // rewrite cuts the same chunks.
 var sinkChunkBytes = 8 << 20 // a variable for tests
 
-// writeGroup writes one table's rows of a segment, chunk by chunk.
-func (k *sinkSet) writeGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup) error {
-	for chunk, start := 0, 0; start < len(g.ipcs); chunk++ {
+// writeGroup writes one table's rows of a segment, chunk by chunk; chunks
+// counts the chunks written per table and variant.
+func (k *sinkSet) writeGroup(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup, chunks map[string]int) error {
+	for start := 0; start < len(g.ipcs); {
 		end, size := start, 0
 		for end < len(g.ipcs) && (end == start || size+len(g.ipcs[end]) <= sinkChunkBytes) {
 			size += len(g.ipcs[end])
 			end++
 		}
-		if err := k.writeChunk(ctx, r, seq, g, chunk, g.ipcs[start:end]); err != nil {
+		if err := k.writeChunk(ctx, r, seq, g, chunks, g.ipcs[start:end]); err != nil {
 			return err
 		}
 		start = end
@@ -570,7 +576,7 @@ func (k *sinkSet) writeGroup(ctx context.Context, r *sinkRunner, seq uint64, g *
 	return nil
 }
 
-func (k *sinkSet) writeChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup, chunk int, ipcs [][]byte) error {
+func (k *sinkSet) writeChunk(ctx context.Context, r *sinkRunner, seq uint64, g *sinkGroup, chunks map[string]int, ipcs [][]byte) error {
 	w := SinkWrite{Database: g.database}
 	defer func() {
 		for _, rec := range w.Records {
@@ -602,7 +608,10 @@ func (k *sinkSet) writeChunk(ctx context.Context, r *sinkRunner, seq uint64, g *
 	if !IsOTLPTable(g.table) {
 		variant = variantOf(walSchema)
 	}
-	w.Token = fmt.Sprintf("arcstore-%s-%d-%s-%s-%x-%d", k.sidecarID, seq, g.database, g.table, variant, chunk)
+	base := fmt.Sprintf("arcstore-%s-%d-%s-%s-%x", k.sidecarID, seq, g.database, g.table, variant)
+	chunk := chunks[base]
+	chunks[base]++
+	w.Token = fmt.Sprintf("%s-%d", base, chunk)
 	wctx, cancel := context.WithTimeout(ctx, sinkTimeout)
 	start := time.Now()
 	err = r.sink.Write(wctx, w)

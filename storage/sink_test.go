@@ -596,3 +596,30 @@ func TestWALRoomIsThereOnceItsSegmentsAreGone(t *testing.T) {
 		t.Fatal("the sink never emptied the WAL")
 	}
 }
+
+// TestSinkTokensOfOneTableWithTwoSchemaFrames stores, in one WAL segment,
+// logs from an exporter of this build and from one of an earlier build
+// (its stream's schema frame has nanosecond times, kept in the WAL as
+// sent): a rolling upgrade. The segment's two groups of the one table must
+// reach the sink under two tokens; under one, a destination that
+// deduplicates by token (ClickHouse) keeps only the first.
+func TestSinkTokensOfOneTableWithTwoSchemaFrames(t *testing.T) {
+	dir := t.TempDir()
+	sink := newFakeSink()
+	s := openWithSink(t, dir, nil, sink, Options{SinkDrainTimeout: time.Second})
+	tbl := logsTable(t)
+	appendBatch(t, s, "new", t0)
+	rec, _ := logBatch(t, "old", t0)
+	defer rec.Release()
+	ns := schema.TimesIn(rec, arrow.Nanosecond)
+	defer ns.Release()
+	ipc := storagetest.IPC(t, ns)
+	require.NoError(t, s.Append(context.Background(), NewBatchID("default", tbl.Name, ipc), "default", tbl, ipc, rec))
+	appendBatch(t, s, "new2", t0)
+	require.NoError(t, s.Close())
+
+	assert.Equal(t, []string{"new-0", "new2-0", "old-0"}, sink.messages())
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	assert.Len(t, sink.writes, 2, "two tokens: %v", sink.writes)
+}
