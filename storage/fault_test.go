@@ -654,3 +654,58 @@ func TestFlushTempFilesAreDurableBeforeItsIntent(t *testing.T) {
 		"date=2026-11-22/hour=10": {"a-1"},
 	}, messages(t, dir))
 }
+
+// walRemoveFaults cannot remove (or recycle) WAL segment files while fail
+// is set.
+type walRemoveFaults struct {
+	OSFS
+	fail atomic.Bool
+}
+
+func (f *walRemoveFaults) Remove(name string) error {
+	if f.fail.Load() && strings.HasSuffix(name, segmentExt) {
+		return errInjected
+	}
+	return f.OSFS.Remove(name)
+}
+
+func (f *walRemoveFaults) RenameNoReplace(oldpath, newpath string) error {
+	if f.fail.Load() && strings.HasSuffix(oldpath, segmentExt) {
+		return errInjected
+	}
+	return f.OSFS.RenameNoReplace(oldpath, newpath)
+}
+
+// TestWALSegmentsThatCannotGoStopNoFlush fails the removal of the WAL
+// segments a flush has put in Parquet: the flush is done all the same (its
+// files published, Parquet's cursor past them), the segments stay for the
+// next trim, and the flushes after it go on. Failing the flush kept its
+// intent and retried only it: no later generation was flushed, so
+// compaction, retention and in the end every write stopped on a file that
+// could not be deleted.
+func TestWALSegmentsThatCannotGoStopNoFlush(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &walRemoveFaults{}
+	s := openStore(t, dir, fsys)
+	fsys.fail.Store(true)
+	appendBatch(t, s, "a", t0)
+	require.NoError(t, s.Flush())
+	appendBatch(t, s, "b", t0)
+	require.NoError(t, s.Flush())
+	assert.NoError(t, s.flusher.unfinished(), "no flush is left half done")
+	segments, err := wal.Segments(fsys, filepath.Join(dir, systemDirName, walDirName))
+	require.NoError(t, err)
+	assert.Greater(t, len(segments), 1, "the segments stay while they cannot go")
+
+	fsys.fail.Store(false)
+	appendBatch(t, s, "c", t0)
+	require.NoError(t, s.Flush())
+	segments, err = wal.Segments(fsys, filepath.Join(dir, systemDirName, walDirName))
+	require.NoError(t, err)
+	assert.Len(t, segments, 1, "the next trim removes them")
+	crash(s)
+
+	s = openStore(t, dir, fsys)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{"date=2026-11-22/hour=9": {"a-0", "b-0", "c-0"}}, messages(t, dir))
+}

@@ -44,7 +44,7 @@ type flusher struct {
 	trigger chan struct{}
 	// published is told the last WAL segment whose rows are in Parquet,
 	// once its files are durable and before the intent is removed: the
-	// Store trims the WAL there.
+	// Store trims the WAL there (an error is logged: the segments stay).
 	published func(lastSeq uint64) error
 	// released gives back the buffer a flushed generation held.
 	released func(bytes int64)
@@ -108,7 +108,10 @@ func (fl *flusher) done() uint64 { return fl.parquetDone.Load() }
 // markDone records that Parquet holds every row of the segments through
 // seq, then lets the Store drop the segments every consumer is past. The
 // cursor is written even without sinks, so that a sink added later, or a
-// restart, knows which segments Parquet has.
+// restart, knows which segments Parquet has. Only the cursor can fail the
+// flush: segments that cannot be dropped now stay for the next trim, and
+// failing the flush for them would keep its intent and stop every flush
+// after it.
 func (fl *flusher) markDone(seq uint64) error {
 	if !fl.noParquet && seq > fl.parquetDone.Load() {
 		if err := fl.cursors.write(parquetCursor, seq); err != nil {
@@ -116,7 +119,10 @@ func (fl *flusher) markDone(seq uint64) error {
 		}
 		fl.parquetDone.Store(seq)
 	}
-	return fl.published(seq)
+	if err := fl.published(seq); err != nil {
+		fl.log.Error("cannot remove wal segments every consumer has; they stay until a later flush removes them", "error", err)
+	}
+	return nil
 }
 
 // placeFresh starts Parquet after last in a directory that had only
