@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -165,6 +166,36 @@ func TestExactPercentiles(t *testing.T) {
 	p := Exact(lat)
 	assert.Equal(t, Percentiles{500, 950, 990, 999}, p)
 	assert.True(t, math.IsNaN(float64(Exact(nil).P50)))
+}
+
+// TestExactPercentilesOfKnownDistributions: nearest rank (the smallest
+// value with at least q of the observations at or below it), whatever the
+// order the latencies came in.
+func TestExactPercentilesOfKnownDistributions(t *testing.T) {
+	ms := func(vs ...int) []time.Duration {
+		out := make([]time.Duration, len(vs))
+		for i, v := range vs {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	repeat := func(v, n int) []int { return slices.Repeat([]int{v}, n) }
+	tests := []struct {
+		name string
+		lat  []time.Duration
+		want Percentiles
+	}{
+		{name: "one request", lat: ms(7), want: Percentiles{7, 7, 7, 7}},
+		{name: "ten, shuffled", lat: ms(5, 9, 1, 10, 3, 7, 2, 8, 6, 4), want: Percentiles{5, 10, 10, 10}},
+		{name: "a slow hundredth is p99's edge", lat: ms(append(repeat(1, 990), repeat(100, 10)...)...), want: Percentiles{1, 1, 1, 100}},
+		{name: "one more slow one reaches p99", lat: ms(append(repeat(1, 989), repeat(100, 11)...)...), want: Percentiles{1, 1, 100, 100}},
+		{name: "a slow half", lat: ms(append(repeat(100, 500), repeat(1, 500)...)...), want: Percentiles{1, 100, 100, 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Exact(tt.lat))
+		})
+	}
 }
 
 func TestCount(t *testing.T) {

@@ -4,8 +4,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -87,4 +90,70 @@ func TestSub(t *testing.T) {
 	assert.Equal(t, 12.0, d.Count)
 	assert.Equal(t, 21.0, d.Sum)
 	assert.Equal(t, after.Counts, after.Sub(Hist{}).Counts, "subtracting nothing (no earlier scrape) keeps all")
+}
+
+// TestQuantileOfKnownDistributions observes known values into a real
+// Prometheus histogram split over two series, scrapes it, and checks that
+// each estimate falls in the bucket that holds the true quantile (all a
+// histogram can tell), exactly on it where the values are uniform.
+func TestQuantileOfKnownDistributions(t *testing.T) {
+	bounds := []float64{0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}
+	repeat := func(v float64, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	var uniform []float64
+	for i := 1; i <= 1000; i++ {
+		uniform = append(uniform, float64(i)*0.0001) // 0.1 to 100 ms
+	}
+	tests := []struct {
+		name   string
+		values []float64
+		exact  map[float64]float64 // where interpolation is exact
+	}{
+		{name: "uniform", values: uniform, exact: map[float64]float64{0.5: 0.05, 0.95: 0.095, 0.99: 0.099}},
+		{name: "one value", values: repeat(0.003, 500)},
+		{name: "a slow tenth", values: append(repeat(0.0005, 900), repeat(0.08, 100)...)},
+		{name: "a slow thousandth", values: append(repeat(0.0015, 999), 0.04)},
+		{name: "past the last bound", values: append(repeat(0.003, 90), repeat(0.5, 10)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lat_seconds", Buckets: bounds}, []string{"table"})
+			reg.MustRegister(h)
+			for i, v := range tt.values {
+				h.WithLabelValues([]string{"a", "b"}[i%2]).Observe(v)
+			}
+			srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			defer srv.Close()
+			snap, err := Fetch(srv.URL)
+			require.NoError(t, err)
+			got := snap.Histogram("lat_seconds", nil).Sub(Hist{})
+			require.Equal(t, float64(len(tt.values)), got.Count)
+
+			sorted := slices.Clone(tt.values)
+			slices.Sort(sorted)
+			for _, q := range []float64{0.5, 0.95, 0.99, 0.999} {
+				truth := sorted[int(math.Ceil(q*float64(len(sorted))))-1]
+				est := got.Quantile(q)
+				if want, ok := tt.exact[q]; ok {
+					assert.InDelta(t, want, est, 1e-9, "q %v", q)
+				}
+				if truth > bounds[len(bounds)-1] {
+					assert.Equal(t, bounds[len(bounds)-1], est, "q %v past the last bound answers it", q)
+					continue
+				}
+				i, _ := slices.BinarySearch(bounds, truth) // the bucket holding truth
+				lower := 0.0
+				if i > 0 {
+					lower = bounds[i-1]
+				}
+				assert.True(t, est > lower && est <= bounds[i], "q %v: estimate %v outside the bucket (%v, %v] of the true %v", q, est, lower, bounds[i], truth)
+			}
+		})
+	}
 }
