@@ -91,8 +91,9 @@ for d in runs:
     procs = ph["processes"]
     contrib = "otelcol-contrib" in procs
     col, store = ("otelcol-contrib", "clickhouse") if contrib else ("otelcol-arc", "arcstore")
-    us = lambda p: 1e6 * procs.get(p, {}).get("cpu_seconds", 0) / rows if rows else float("nan")
-    mib = lambda p: procs.get(p, {}).get("peak_rss_bytes", 0) >> 20
+    # A process missing from the report is an error, not 0 µs per row.
+    us = lambda p: 1e6 * procs[p]["cpu_seconds"] / rows if rows else float("nan")
+    mib = lambda p: procs[p]["peak_rss_bytes"] >> 20
     name = "contrib clickhouseexporter + ClickHouse" if contrib else "otelcol-arc + arcstore (Parquet)"
     lat = ph["latency"]
     print(f"| {d} | {name} | {load} | {rep['plan']['workers']} | {ph['rate_per_s']:,.0f} | {sum(ph['acked'].values()):,} | {lost} | {dup} | "
