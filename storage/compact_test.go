@@ -291,3 +291,36 @@ func TestCompactWritesPagesOfTheFlushSize(t *testing.T) {
 	want := int((messageBytes + 4*flushes*rows + parquetfile.DataPageBytes - 1) / parquetfile.DataPageBytes)
 	assert.LessOrEqual(t, pages, want+1, "the message column's %d bytes in pages of %d bytes", messageBytes, parquetfile.DataPageBytes)
 }
+
+// TestDamagedPartitionStopsNoOtherCompaction damages a file of one closed
+// partition: its compaction fails and says so, and the partitions after it
+// are compacted all the same. A run used to stop at the first failure, so
+// one damaged file kept every later hour uncompacted for good (and, with a
+// bucket, never uploaded, since an hour is uploaded once compacted).
+func TestDamagedPartitionStopsNoOtherCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	defer s.Close()
+	const damagedHour = "date=2026-11-22/hour=10" // listed before hour=9
+	for _, p := range []string{"a", "b"} {
+		appendBatch(t, s, p, t0, t0.Add(time.Hour))
+		require.NoError(t, s.Flush())
+	}
+	require.Len(t, partitionFiles(t, dir, closedHour), 2)
+	damaged := partitionFiles(t, dir, damagedHour)
+	require.Len(t, damaged, 2)
+	before := messages(t, dir)
+	path := filepath.Join(dir, "default", "logs", damagedHour, damaged[0])
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("not parquet"), 0o644))
+
+	st, err := s.Compact(context.Background(), 0)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "hour=10")
+	assert.Equal(t, st.Err, err)
+	assert.Len(t, partitionFiles(t, dir, closedHour), 1, "the undamaged hour is compacted")
+	assert.ElementsMatch(t, damaged, partitionFiles(t, dir, damagedHour), "the damaged hour keeps its files")
+	require.NoError(t, os.WriteFile(path, good, 0o644))
+	assert.Equal(t, before, messages(t, dir))
+}

@@ -153,6 +153,10 @@ func (c *Compactor) Run(ctx context.Context, minAge time.Duration) (Stats, error
 	st := Stats{Cutoff: start.Add(-minAge)}
 	parts, err := c.partitions()
 	current := map[string]bool{}
+	// A partition that fails (a damaged file, a full disk) does not keep
+	// the others from compacting: each would otherwise wait behind it for
+	// good. Its error is reported with the run's.
+	var errs []error
 	for _, p := range parts {
 		if err != nil {
 			break
@@ -161,8 +165,14 @@ func (c *Compactor) Run(ctx context.Context, minAge time.Duration) (Stats, error
 			break
 		}
 		closed := !p.End.After(st.Cutoff)
-		err = c.compactPartition(p.Dir, closed, current, &st)
+		if perr := c.compactPartition(p.Dir, closed, current, &st); perr != nil {
+			errs = append(errs, perr)
+			if errors.As(perr, new(stopRun)) {
+				break
+			}
+		}
 	}
+	err = errors.Join(append(errs, err)...)
 	c.current = current
 	st.Duration, st.Err = time.Since(start), err
 	c.cfg.Report(st)
@@ -642,7 +652,7 @@ func (c *Compactor) swap(dir string, merged map[string]bool, outputs []mergedFil
 	g.Tree().Lock()
 	defer g.Tree().Unlock()
 	if err := g.Unfinished(); err != nil {
-		return err
+		return stopRun{err}
 	}
 	names, err := layout.ParquetFiles(c.cfg.FS, dir)
 	if err != nil {
@@ -755,5 +765,15 @@ func (c *Compactor) hook(step string) error {
 	if c.cfg.Hook == nil {
 		return nil
 	}
-	return c.cfg.Hook(step)
+	if err := c.cfg.Hook(step); err != nil {
+		return stopRun{err} // a crash
+	}
+	return nil
 }
+
+// stopRun is an error that ends a run: a flush half published, which every
+// later partition would meet too, or a test's crash.
+type stopRun struct{ err error }
+
+func (e stopRun) Error() string { return e.err.Error() }
+func (e stopRun) Unwrap() error { return e.err }
