@@ -80,6 +80,29 @@ func TestProcState(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TestTerminateCountsTheLastFlush: a server that works after SIGTERM
+// until it exits (its shutdown flush) is charged all of that CPU when it
+// is left a zombie, whose final CPU times /proc still gives, not only what
+// the last reading before its exit saw.
+func TestTerminateCountsTheLastFlush(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `trap 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+
+	u, err := Terminate(cmd.Process.Pid, 30*time.Second)
+	require.NoError(t, err)
+	final, err := ReadUsage(cmd.Process.Pid) // the zombie's
+	require.NoError(t, err)
+	assert.Greater(t, final.CPUSeconds, 0.05, "it worked after SIGTERM")
+	assert.Equal(t, final.CPUSeconds, u.CPUSeconds, "every tick up to its exit")
+	assert.Positive(t, u.PeakRSSBytes, "read while it ran")
+}
+
 // TestTerminate stops processes this one started only to observe them, as
 // a -target server is: one that exits on SIGTERM (reaped or left a
 // zombie), one that ignores it.

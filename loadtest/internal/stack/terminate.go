@@ -12,8 +12,9 @@ import (
 
 // Terminate stops a process this one did not start (a -target server):
 // SIGTERM, then wait until it has exited. Its usage is read until then and
-// the last reading returned, so a flush at shutdown is counted as far as
-// /proc can tell (the last few milliseconds before exit may be missed).
+// the last reading returned, so a flush at shutdown is counted: to its
+// exit when it is left a zombie (whose final CPU times /proc still gives),
+// else up to the last reading, 50 ms at most before its exit.
 func Terminate(pid int, timeout time.Duration) (Usage, error) {
 	last, err := ReadUsage(pid)
 	if err != nil {
@@ -29,6 +30,9 @@ func Terminate(pid int, timeout time.Duration) (Usage, error) {
 			return last, err
 		}
 		if gone {
+			if u, err := ReadUsage(pid); err == nil {
+				last.CPUSeconds = max(last.CPUSeconds, u.CPUSeconds)
+			}
 			return last, nil
 		}
 		if u, err := ReadUsage(pid); err == nil {
