@@ -107,6 +107,9 @@ func (rt *retention) apply(now time.Time, r Retention) (int, error) {
 		return 0, fmt.Errorf("create trash dir: %w", err)
 	}
 	removed := 0
+	// A partition that cannot be retired does not keep the others: they
+	// would stay on disk behind it for good. Its error is returned.
+	var failed []error
 	err := layout.Tables(rt.fs, rt.dir, func(db, table, dir string) error {
 		keep, ok := r.For(db, table)
 		if !ok {
@@ -120,19 +123,19 @@ func (rt *retention) apply(now time.Time, r Retention) (int, error) {
 			if p.End.After(now.Add(-keep)) {
 				continue
 			}
-			if err := layout.Discard(rt.fs, p.Dir, trash, func() { rt.forget(p.Dir) }); err != nil {
-				return err
+			retired := false
+			if err := layout.Discard(rt.fs, p.Dir, trash, func() { rt.forget(p.Dir); retired = true }); err != nil {
+				failed = append(failed, err)
 			}
-			removed++
+			if retired {
+				removed++
+			}
 		}
 		return nil
 	})
-	if err != nil {
-		return removed, err
-	}
 	if removed > 0 {
 		rt.log.Info("retention deleted partitions", "partitions", removed)
 		rt.retired(removed)
 	}
-	return removed, nil
+	return removed, errors.Join(append(failed, err)...)
 }

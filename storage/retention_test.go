@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,4 +64,39 @@ func TestRetentionDeletesOnlyOldPartitions(t *testing.T) {
 	appendBatch(t, s, "late", t0.Add(-72*time.Hour))
 	require.NoError(t, s.Close())
 	assert.Equal(t, []string{"late-0"}, messages(t, dir)["date=2026-11-19/hour=9"])
+}
+
+// renameFrom fails the renames of one path.
+type renameFrom struct {
+	OSFS
+	path string
+}
+
+func (f *renameFrom) Rename(oldpath, newpath string) error {
+	if oldpath == f.path {
+		return errInjected
+	}
+	return f.OSFS.Rename(oldpath, newpath)
+}
+
+// TestRetentionGoesOnPastAPartitionItCannotDelete cannot retire one
+// partition past its age (its folder cannot be moved): retention says so
+// and still deletes the others. It used to stop there, so one such folder
+// kept every partition listed after it on disk for good.
+func TestRetentionGoesOnPastAPartitionItCannotDelete(t *testing.T) {
+	dir := t.TempDir()
+	stuck := filepath.Join(dir, "default", "logs", "date=2026-11-19", "hour=10") // listed before hour=9
+	s := openStore(t, dir, &renameFrom{path: stuck})
+	appendBatch(t, s, "old", t0.Add(-72*time.Hour), t0.Add(-71*time.Hour))
+	appendBatch(t, s, "young", t0)
+	require.NoError(t, s.Flush())
+
+	n, err := s.ApplyRetention(t0.Add(time.Hour), Retention{"default/logs": 48 * time.Hour})
+	require.ErrorIs(t, err, errInjected)
+	assert.Equal(t, 1, n)
+	require.NoError(t, s.Close())
+	assert.Equal(t, map[string][]string{
+		"date=2026-11-19/hour=10": {"old-1"},
+		"date=2026-11-22/hour=9":  {"young-0"},
+	}, messages(t, dir))
 }
