@@ -335,7 +335,7 @@ func (u *Uploader) run(ctx context.Context) {
 func (u *Uploader) pass(ctx context.Context) (time.Duration, error) {
 	now := u.now()
 	wait, err := u.passErr(ctx, now)
-	if err != nil && !errors.Is(err, ErrRefused) {
+	if err != nil && !errors.Is(err, ErrRefused) && !errors.Is(err, errUnreadable) {
 		u.failures++
 		return u.backoffFor(u.failures), err
 	}
@@ -427,14 +427,19 @@ func (u *Uploader) passErr(ctx context.Context, now time.Time) (time.Duration, e
 			u.log.Warn("the table over the bucket is behind; the partition's old objects and local files are kept until it commits", "partition", p.rel, "error", err)
 			continue
 		}
-		if !errors.Is(err, ErrRefused) {
+		unreadable := errors.Is(err, errUnreadable)
+		if !errors.Is(err, ErrRefused) && !unreadable {
 			return 0, err
 		}
 		r := u.backoff[p.rel]
 		r.n++
 		r.until = now.Add(u.backoffFor(r.n))
 		u.backoff[p.rel] = r
-		u.log.Error("the bucket refused an object; the partition stays local and is retried", "partition", p.rel, "retry_in", r.until.Sub(now), "error", err)
+		msg := "the bucket refused an object; the partition stays local and is retried"
+		if unreadable {
+			msg = "a file of the partition cannot be read; the partition stays local and is retried"
+		}
+		u.log.Error(msg, "partition", p.rel, "retry_in", r.until.Sub(now), "error", err)
 		refused = errors.Join(refused, err)
 	}
 	if parts, err = listPartitions(u.fs, u.store.DataDir()); err == nil {
@@ -585,7 +590,7 @@ func (u *Uploader) partition(ctx context.Context, p *localPartition, now time.Ti
 				u.Wake() // a compaction swapped the partition meanwhile
 				return nil
 			}
-			return fmt.Errorf("read schemas of %s: %w", p.rel, err)
+			return fmt.Errorf("%w: read schemas of %s: %w", errUnreadable, p.rel, err)
 		}
 		if !ok {
 			return nil // late files: the next compaction merges them
@@ -753,6 +758,9 @@ func (u *Uploader) dropLocal(ctx context.Context, m *manifest, p *localPartition
 var (
 	errMismatch    = errors.New("object differs from the upload")
 	errTableBehind = errors.New("table not settled")
+	// errUnreadable: a file of one partition cannot be read (a damaged
+	// file): that partition waits, the others go on.
+	errUnreadable = errors.New("local file unreadable")
 )
 
 // verify checks an object is in the bucket as uploaded: same size and ETag.
@@ -816,7 +824,7 @@ func (u *Uploader) put(ctx context.Context, m *manifest, dir string, lf localFil
 	if o.Size <= u.cfg.PartSize {
 		body := make([]byte, o.Size)
 		if _, err := io.ReadFull(f, body); err != nil {
-			return o, fmt.Errorf("read %s: %w", lf.name, err)
+			return o, fmt.Errorf("%w: read %s: %w", errUnreadable, lf.name, err)
 		}
 		rctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 		defer cancel()
@@ -900,7 +908,7 @@ func (u *Uploader) parts(ctx context.Context, f *os.File, o object, id string, p
 			off := int64(i) * partSize
 			body := buf[:min(partSize, o.Size-off)]
 			if _, err := f.ReadAt(body, off); err != nil {
-				return fmt.Errorf("read %s: %w", o.File, err)
+				return fmt.Errorf("%w: read %s: %w", errUnreadable, o.File, err)
 			}
 			rctx, cancel := context.WithTimeout(gctx, u.cfg.Timeout)
 			defer cancel()

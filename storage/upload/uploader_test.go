@@ -860,3 +860,22 @@ func TestPartialListingDeletesNoObject(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []row{{1, "a"}, {2, "late"}}, merged)
 }
+
+// TestUnreadableFileHoldsOnlyItsPartition damages a file of the oldest
+// closed partition: that partition stays local and is retried, and the
+// hours after it are uploaded all the same. A pass used to stop at it,
+// so nothing after it ever reached the bucket.
+func TestUnreadableFileHoldsOnlyItsPartition(t *testing.T) {
+	srv := s3test.Start(t)
+	e := newEnv(t, srv)
+	old, next := e.partition(3), e.partition(2)
+	e.write(old, "1.parquet", parquetFile(t, row{1, "a"}))
+	e.write(old, "2.parquet", []byte("not parquet"))
+	e.write(next, "1.parquet", parquetFile(t, row{2, "b"}))
+	u := e.uploader(nil)
+
+	_, err := u.pass(context.Background())
+	require.ErrorIs(t, err, errUnreadable)
+	assert.Equal(t, []string{e.key(next, "1.parquet")}, e.objects(), "the next hour is uploaded")
+	assert.Contains(t, u.backoff, old, "the damaged hour is retried on its own backoff")
+}
