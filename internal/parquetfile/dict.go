@@ -227,6 +227,7 @@ type dictColumn struct {
 	valid   []byte   // validity bitmap of indices when nulls > 0
 	nulls   int
 	dict    arrow.Array
+	def     []int16 // definition levels, for writeEmptyMin
 }
 
 func newDictColumn(name string, typ arrow.DataType) *dictColumn {
@@ -539,6 +540,10 @@ func (d *dictColumn) reset() {
 func (d *dictColumn) release() {
 	int32s.put(d.indices)
 	d.indices = nil
+	if d.def != nil {
+		int16s.put(d.def)
+		d.def = nil
+	}
 	d.values.release()
 	if d.ints != nil {
 		d.ints.release()

@@ -262,6 +262,9 @@ type Writer struct {
 	maps    []*mapDictColumn // the top-level map<string, string> columns
 	empty   []*emptyColumn   // the top-level list and map columns
 	maxRows int64
+	// dictStats: whether the dictionary columns get statistics
+	// (dictStatistics, Options.AllStatistics).
+	dictStats bool
 	// level is the files' zstd level; literalPages says whether columns
 	// of distinct strings may take literals-only pages, rawPages whether
 	// the numeric columns of a flat table written without a dictionary
@@ -302,6 +305,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	}
 	w := &Writer{out: writerOnly{out}, maxRows: opts.RowGroupRows, level: zstdLevel(schema), literalPages: opts.LiteralPages && literalPages, workers: opts.EncodeWorkers}
 	w.rawPages = w.literalPages && flat(schema)
+	w.dictStats = dictStatistics || opts.AllStatistics
 	if w.maxRows <= 0 {
 		w.maxRows = DefaultRowGroupRows
 	}
@@ -327,7 +331,7 @@ func NewWriter(out io.Writer, schema *parquet.Schema, arrowSchema *arrow.Schema,
 	w.props = append(w.props, plainStringLevels(schema, w.level)...)
 	for _, d := range w.dict {
 		if d != nil {
-			w.props = append(w.props, pq.WithStatsFor(d.name, dictStatistics || opts.AllStatistics))
+			w.props = append(w.props, pq.WithStatsFor(d.name, w.dictStats))
 		}
 	}
 	w.props = append(w.props, bloomFilters(schema, opts, w.maxRows)...)
@@ -845,7 +849,18 @@ func (w *Writer) encodeColumn(c int, s *columnSink) error {
 		s.parts = make([]arrow.Array, len(w.pending))
 	}
 	typ, parts := w.schema.Field(c).Type, s.parts[:len(w.pending)]
-	if d := w.dict[c]; d != nil && !d.off {
+	// A dictionary chunk with statistics whose values include "" is
+	// written with its min seeded, or as plain strings (emptymin.go).
+	d := w.dict[c]
+	emptyMin := d != nil && !d.off && w.emptyMin(d)
+	if emptyMin && direct && emptyMinSeeded {
+		if err := d.writeEmptyMin(s.ctx, s.column, w.schema.Field(c).Nullable); err != nil {
+			return err
+		}
+		*s.colIdx++
+		return nil
+	}
+	if d != nil && !d.off && !emptyMin {
 		typ, parts = d.dictType(), parts[:1]
 		parts[0] = d.array()
 	} else if m := w.maps[c]; m != nil && m.on() && m.direct() && direct {
