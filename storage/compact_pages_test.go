@@ -20,11 +20,10 @@ import (
 	"github.com/arc-otel/arc-otel/internal/schema"
 )
 
-// randomSpans converts n spans with ids as SDKs make them (random; four
-// spans to a trace, the first its root, without a parent), a millisecond
-// apart from start, to one record batch.
-func randomSpans(t *testing.T, rng *rand.Rand, start time.Time, n int) arrow.RecordBatch {
-	t.Helper()
+// traceSpans makes n spans with ids as SDKs make them (random; four
+// spans to a trace, the first its root, without a parent) of one
+// service; the i-th starts at startOf(i), and decorate sets the rest.
+func traceSpans(rng *rand.Rand, n int, startOf func(i int) time.Time, decorate func(i int, s ptrace.Span, at time.Time)) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "checkout")
@@ -45,14 +44,18 @@ func randomSpans(t *testing.T, rng *rand.Rand, start time.Time, n int) arrow.Rec
 		s.SetTraceID(trace)
 		s.SetSpanID(id)
 		s.SetName(fmt.Sprintf("op-%d", i%8))
-		at := start.Add(time.Duration(i) * time.Millisecond)
+		at := startOf(i)
 		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)))
-		s.Attributes().PutStr("request.id", fmt.Sprintf("%016x", rng.Uint64()))
-		s.Status().SetMessage(fmt.Sprintf("retried after %d ms", rng.IntN(100_000)))
+		decorate(i, s, at)
 	}
+	return td
+}
+
+// oneTracesBatch converts td, which must fit one batch, to it.
+func oneTracesBatch(t *testing.T, td ptrace.Traces) arrow.RecordBatch {
+	t.Helper()
 	var out arrow.RecordBatch
-	c := otlparrow.NewTracesConverter(memory.DefaultAllocator, n)
+	c := otlparrow.NewTracesConverter(memory.DefaultAllocator, td.SpanCount())
 	defer c.Release()
 	require.NoError(t, c.Convert(td, func(_ *schema.Table, rec arrow.RecordBatch) error {
 		require.Nil(t, out, "one batch")
@@ -60,6 +63,19 @@ func randomSpans(t *testing.T, rng *rand.Rand, start time.Time, n int) arrow.Rec
 		return nil
 	}))
 	return out
+}
+
+// randomSpans converts n spans of traceSpans, a millisecond apart from
+// start, to one record batch.
+func randomSpans(t *testing.T, rng *rand.Rand, start time.Time, n int) arrow.RecordBatch {
+	t.Helper()
+	td := traceSpans(rng, n, func(i int) time.Time { return start.Add(time.Duration(i) * time.Millisecond) },
+		func(_ int, s ptrace.Span, at time.Time) {
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)))
+			s.Attributes().PutStr("request.id", fmt.Sprintf("%016x", rng.Uint64()))
+			s.Status().SetMessage(fmt.Sprintf("retried after %d ms", rng.IntN(100_000)))
+		})
+	return oneTracesBatch(t, td)
 }
 
 // dataEncodings are the encodings of each column's values (RLE, which

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -21,7 +20,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/arc-otel/arc-otel/internal/otlparrow"
 	"github.com/arc-otel/arc-otel/internal/schema"
 	"github.com/arc-otel/arc-otel/storage/storagetest"
 )
@@ -65,47 +63,20 @@ func hostsBatch(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch,
 // peer.service attribute.
 func spansWithEmptyStrings(t *testing.T, rng *rand.Rand, n int) (*Table, arrow.RecordBatch, []byte) {
 	t.Helper()
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "checkout")
-	spans := rs.ScopeSpans().AppendEmpty().Spans()
-	var trace pcommon.TraceID
-	var root pcommon.SpanID
 	start := t0.Truncate(time.Hour)
-	for i := range n {
-		s := spans.AppendEmpty()
-		var id pcommon.SpanID
-		binary.LittleEndian.PutUint64(id[:], rng.Uint64())
-		if i%4 == 0 {
-			binary.LittleEndian.PutUint64(trace[:8], rng.Uint64())
-			binary.LittleEndian.PutUint64(trace[8:], rng.Uint64())
-			root = id
-		} else {
-			s.SetParentSpanID(root)
-		}
-		s.SetTraceID(trace)
-		s.SetSpanID(id)
-		s.SetName(fmt.Sprintf("op-%d", i%8))
-		at := start.Add(time.Duration(rng.Int64N(int64(time.Hour))))
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Millisecond)))
-		if i%3 != 0 {
-			s.Status().SetMessage(fmt.Sprintf("retried %d times", rng.IntN(3)))
-		}
-		peer := "db"
-		if i%2 == 0 {
-			peer = ""
-		}
-		s.Attributes().PutStr("peer.service", peer)
-	}
-	var out arrow.RecordBatch
-	c := otlparrow.NewTracesConverter(memory.DefaultAllocator, n)
-	defer c.Release()
-	require.NoError(t, c.Convert(td, func(_ *schema.Table, rec arrow.RecordBatch) error {
-		require.Nil(t, out, "one batch")
-		out = rec
-		return nil
-	}))
+	td := traceSpans(rng, n, func(int) time.Time { return start.Add(time.Duration(rng.Int64N(int64(time.Hour)))) },
+		func(i int, s ptrace.Span, at time.Time) {
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Millisecond)))
+			if i%3 != 0 {
+				s.Status().SetMessage(fmt.Sprintf("retried %d times", rng.IntN(3)))
+			}
+			peer := "db"
+			if i%2 == 0 {
+				peer = ""
+			}
+			s.Attributes().PutStr("peer.service", peer)
+		})
+	out := oneTracesBatch(t, td)
 	tbl, err := LookupTable(schema.TableTraces)
 	require.NoError(t, err)
 	return tbl, out, storagetest.IPC(t, out)
