@@ -197,13 +197,14 @@ func (f *faultFS) Rename(oldpath, newpath string) error {
 	return os.Rename(oldpath, newpath)
 }
 
-func TestCrashDuringPublishIsFinishedOnRestart(t *testing.T) {
-	dir := t.TempDir()
+// crashHalfPublished stores rows of two hours in dir and crashes their
+// flush between the two partitions' renames: the first file published,
+// the second still a temp file. The returned FS fails nothing more.
+func crashHalfPublished(t *testing.T, dir string) *faultFS {
+	t.Helper()
 	fsys := &faultFS{}
 	s := openStore(t, dir, fsys)
 	appendBatch(t, s, "x", t0, t0.Add(time.Hour))
-	// The first partition's rename succeeds, the second fails: a partial
-	// publish, as a crash between the two renames would leave.
 	renames := 0
 	fsys.failRename = func(newpath string) bool {
 		if !strings.HasSuffix(newpath, ".parquet") {
@@ -214,9 +215,14 @@ func TestCrashDuringPublishIsFinishedOnRestart(t *testing.T) {
 	}
 	require.ErrorIs(t, s.Flush(), errInjected)
 	crash(s)
-
 	fsys.failRename = nil
-	s = openStore(t, dir, fsys)
+	return fsys
+}
+
+func TestCrashDuringPublishIsFinishedOnRestart(t *testing.T) {
+	dir := t.TempDir()
+	fsys := crashHalfPublished(t, dir)
+	s := openStore(t, dir, fsys)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{
 		"date=2026-11-22/hour=9":  {"x-0"},
@@ -699,24 +705,10 @@ func TestBatchIDTellsVersionsApart(t *testing.T) {
 func TestInterruptedFlushIsFinishedInAMovedDataDir(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "a")
-	fsys := &faultFS{}
-	s := openStore(t, dir, fsys)
-	appendBatch(t, s, "x", t0, t0.Add(time.Hour))
-	renames := 0
-	fsys.failRename = func(newpath string) bool {
-		if !strings.HasSuffix(newpath, ".parquet") {
-			return false
-		}
-		renames++
-		return renames > 1
-	}
-	require.ErrorIs(t, s.Flush(), errInjected)
-	crash(s)
-
+	fsys := crashHalfPublished(t, dir)
 	moved := filepath.Join(root, "b")
 	require.NoError(t, os.Rename(dir, moved))
-	fsys.failRename = nil
-	s = openStore(t, moved, fsys)
+	s := openStore(t, moved, fsys)
 	require.NoError(t, s.Close())
 	assert.Equal(t, map[string][]string{
 		"date=2026-11-22/hour=9":  {"x-0"},
